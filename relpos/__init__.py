@@ -1,0 +1,66 @@
+"""relpos: DeBERTa's relative position encoding, built up step by step.
+
+Sign convention (used everywhere in this package and the book): the relative
+position of key ``j`` seen from query ``i`` is ``i - j``, query minus key, as in
+DeBERTa. Positive means the key lies behind (before) the query; negative means
+it lies ahead. The table row of a pair is ``delta(i - j) = clamp(i - j, -k, k - 1) + k``.
+
+Shape legend:
+    b  batch                    n  sequence length
+    h  attention heads          d  head width, hidden // h
+    i  query position           j  key position
+    k  span (max_relative_positions, or position_buckets with log buckets)
+    r  table row, 0 <= r < 2k   hidden  model width
+"""
+
+from .attention import (
+    BACKENDS,
+    POS_ATT_TYPES,
+    AttentionScores,
+    DisentangledSelfAttention,
+    content_to_position,
+    content_to_position_naive,
+    position_to_content,
+    position_to_content_naive,
+)
+from .embedding import (
+    INITS,
+    RelativePositionEmbedding,
+    per_pair_memory_bytes,
+    sinusoidal_table,
+    table_memory_bytes,
+)
+from .positions import (
+    attention_span,
+    delta,
+    exact_bucket_limit,
+    log_bucket_position,
+    position_index,
+    relative_position_index,
+    relative_positions,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AttentionScores",
+    "BACKENDS",
+    "DisentangledSelfAttention",
+    "INITS",
+    "POS_ATT_TYPES",
+    "RelativePositionEmbedding",
+    "attention_span",
+    "content_to_position",
+    "content_to_position_naive",
+    "delta",
+    "exact_bucket_limit",
+    "log_bucket_position",
+    "per_pair_memory_bytes",
+    "position_index",
+    "position_to_content",
+    "position_to_content_naive",
+    "relative_position_index",
+    "relative_positions",
+    "sinusoidal_table",
+    "table_memory_bytes",
+]

@@ -1,0 +1,40 @@
+"""Argument checks shared by the public functions.
+
+Every public function of ``relpos`` validates its input here, so that bad input
+fails early with a ``ValueError`` or ``TypeError`` that names the argument and
+the values it accepts, instead of an ``IndexError`` from deep inside torch.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import torch
+
+
+def check_int(name: str, value: object, *, minimum: int | None = None) -> int:
+    """Return ``value`` as an ``int`` after checking its type and lower bound."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value}")
+    return value
+
+
+def check_int_tensor(name: str, value: torch.Tensor) -> torch.Tensor:
+    """Check that ``value`` is a tensor of an integer dtype (not float, not bool)."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be an int or an integer tensor, got {type(value).__name__}")
+    if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
+        raise TypeError(
+            f"{name} must be an integer tensor (torch.int64, int32, ...), got dtype {value.dtype}"
+        )
+    return value
+
+
+def check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
+    """Check that ``value`` is one of the strings in ``choices``."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value

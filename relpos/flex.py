@@ -1,0 +1,176 @@
+"""The ``flex`` backend: disentangled attention inside one FlexAttention kernel.
+
+The two position terms are added to each score inside the kernel by a
+``score_mod`` that reads two small tables at the pair's row ``delta(i, j)``:
+
+    c2p_table[b, h, i, r] = Q_i . Pk[r] / sqrt(d * s)        (b, h, n, 2 * span)
+    p2c_table[b, h, j, r] = K_j . Pq[r] / sqrt(d * s)        (b, h, n, 2 * span)
+
+and the row of a pair is read from a 1-D lookup of length ``2n - 1`` indexed by
+``i - j``. Nothing of size ``n x n`` is stored.
+
+Where torch's kernel cannot run, this module says so:
+- On the CPU, torch compiles flex only for float32/float16/bfloat16; float64 runs
+  torch's uncompiled reference (exact, but it does store ``n x n`` scores).
+- On the CPU, torch's flex kernel has no backward. When a gradient is needed
+  there, the backward pass recomputes the attention with the gather formulation
+  (``O(n^2)`` memory in the backward only).
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import Callable
+
+import torch
+
+_COMPILED_CPU_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+_RECOMPILE_LIMIT = 64
+
+
+class FlexUnavailableError(RuntimeError):
+    """FlexAttention cannot run here; ``backend="gather"`` computes the same result."""
+
+
+@functools.cache
+def _flex_attention(compiled: bool) -> Callable:
+    try:
+        from torch.nn.attention.flex_attention import flex_attention
+    except ImportError as exc:  # pragma: no cover - torch < 2.5
+        raise FlexUnavailableError(
+            f"backend='flex' needs torch.nn.attention.flex_attention (torch >= 2.5), "
+            f"this is torch {torch.__version__}; use backend='gather' instead"
+        ) from exc
+    return torch.compile(flex_attention, dynamic=False) if compiled else flex_attention
+
+
+def make_score_mod(
+    c2p_table: torch.Tensor | None,
+    p2c_table: torch.Tensor | None,
+    lookup: torch.Tensor,
+    key_mask: torch.Tensor | None,
+) -> Callable:
+    """The ``score_mod`` that adds c2p and p2c at row ``lookup[i - j + n - 1]`` and masks keys.
+
+    Shapes:
+        c2p_table: ``(b, h, i, r)``; p2c_table: ``(b, h, j, r)``
+        lookup: ``(2n - 1,)``; key_mask: ``(b, j)`` bool
+    """
+    offset = (lookup.shape[0] - 1) // 2
+
+    def score_mod(score, b, h, i, j):
+        row = lookup[i - j + offset]
+        if c2p_table is not None:
+            score = score + c2p_table[b, h, i, row]
+        if p2c_table is not None:
+            score = score + p2c_table[b, h, j, row]
+        if key_mask is not None:
+            score = torch.where(key_mask[b, j], score, torch.finfo(score.dtype).min)
+        return score
+
+    return score_mod
+
+
+def _run_flex(query, key, value, c2p_table, p2c_table, lookup, key_mask, scale):
+    compiled = query.device.type != "cpu" or query.dtype in _COMPILED_CPU_DTYPES
+    flex = _flex_attention(compiled)
+    score_mod = make_score_mod(c2p_table, p2c_table, lookup, key_mask)
+    try:
+        # Each shape, dtype and choice of terms compiles its own kernel: allow more
+        # of them than dynamo's default before it would silently fall back to eager.
+        with torch._dynamo.config.patch(recompile_limit=_RECOMPILE_LIMIT), warnings.catch_warnings():
+            # The uncompiled path (float64 on the CPU) is deliberate: silence torch's advice.
+            warnings.filterwarnings("ignore", message=".*flex_attention called without torch.compile")
+            return flex(query, key, value, score_mod=score_mod, scale=scale)
+    except FlexUnavailableError:
+        raise
+    except Exception as exc:
+        raise FlexUnavailableError(
+            f"backend='flex' could not run on {query.device.type} with {query.dtype} "
+            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
+            "use backend='gather' instead"
+        ) from exc
+
+
+def _tables(query, key, pos_key, pos_query, scale):
+    """Score every query and key against all table rows (the only position work)."""
+    c2p_table = p2c_table = None
+    if pos_key is not None:
+        c2p_table = torch.einsum("bhid,hrd->bhir", query, pos_key * scale)  # (b, h, i, r)
+    if pos_query is not None:
+        p2c_table = torch.einsum("bhjd,hrd->bhjr", key, pos_query * scale)  # (b, h, j, r)
+    return c2p_table, p2c_table
+
+
+def _gather_reference(query, key, value, pos_key, pos_query, index, key_mask, scale):
+    """The same attention by gather, for the CPU backward pass."""
+    from .attention import content_to_position, position_to_content
+
+    logits = torch.einsum("bhid,bhjd->bhij", query, key) * scale  # (b, h, i, j)
+    if pos_key is not None:
+        logits = logits + content_to_position(query, pos_key, index) * scale
+    if pos_query is not None:
+        logits = logits + position_to_content(key, pos_query, index) * scale
+    if key_mask is not None:
+        logits = logits.masked_fill(~key_mask[:, None, None, :], torch.finfo(logits.dtype).min)
+    return logits.softmax(-1) @ value  # (b, h, i, d)
+
+
+class _FlexWithRecomputedBackward(torch.autograd.Function):
+    """Forward by flex; backward by recomputing the gather formulation under autograd."""
+
+    @staticmethod
+    def forward(ctx, query, key, value, pos_key, pos_query, index, lookup, key_mask, scale):
+        ctx.save_for_backward(query, key, value, pos_key, pos_query, index, key_mask)
+        ctx.scale = scale
+        c2p_table, p2c_table = _tables(query, key, pos_key, pos_query, scale)
+        return _run_flex(query, key, value, c2p_table, p2c_table, lookup, key_mask, scale)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        query, key, value, pos_key, pos_query, index, key_mask = ctx.saved_tensors
+        inputs = [t.detach().requires_grad_(need) if t is not None else None
+                  for t, need in zip((query, key, value, pos_key, pos_query), ctx.needs_input_grad)]
+        with torch.enable_grad():
+            out = _gather_reference(*inputs, index, key_mask, ctx.scale)
+            wanted = [t for t in inputs if t is not None and t.requires_grad]
+            grads = iter(torch.autograd.grad(out, wanted, grad_out) if wanted else ())
+        result = [next(grads) if t is not None and t.requires_grad else None for t in inputs]
+        return (*result, None, None, None, None)
+
+
+def flex_disentangled_attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    pos_key: torch.Tensor | None,
+    pos_query: torch.Tensor | None,
+    index: torch.Tensor,
+    key_mask: torch.Tensor | None,
+    scale: float,
+) -> torch.Tensor:
+    """Disentangled attention with FlexAttention; memory linear in ``n``.
+
+    ``index`` is only used by the CPU backward pass; the kernel reads the rows
+    from a ``(2n - 1,)`` lookup derived from it.
+
+    Shapes:
+        query, key, value: ``(b, h, n, d)``; pos_key, pos_query: ``(h, r, d)``
+        index: ``(i, j)``; key_mask: ``(b, j)`` bool
+        output: ``(b, h, n, d)``
+    """
+    n = query.shape[-2]
+    if n == 0:
+        return query.new_zeros(query.shape[:-1] + value.shape[-1:])
+    # index[i, 0] is the row of distance i, index[0, j] that of distance -j.
+    lookup = torch.cat([index[0, 1:].flip(0), index[:, 0]])  # (2n - 1,), distance r at r + n - 1
+    tensors = (query, key, value, pos_key, pos_query)
+    needs_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+    if needs_grad and query.device.type == "cpu":
+        return _FlexWithRecomputedBackward.apply(*tensors, index, lookup, key_mask, scale)
+    c2p_table, p2c_table = _tables(query, key, pos_key, pos_query, scale)
+    return _run_flex(query, key, value, c2p_table, p2c_table, lookup, key_mask, scale)
+
+
+__all__ = ["flex_disentangled_attention", "make_score_mod", "FlexUnavailableError"]
