@@ -27,6 +27,7 @@ from .embedding import (
     INITS,
     RelativePositionEmbedding,
     per_pair_memory_bytes,
+    row_cosine_similarity,
     sinusoidal_table,
     table_memory_bytes,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "position_to_content_naive",
     "relative_position_index",
     "relative_positions",
+    "row_cosine_similarity",
     "sinusoidal_table",
     "table_memory_bytes",
 ]

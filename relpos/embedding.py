@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from ._checks import check_choice, check_int
-from .positions import relative_position_index
+from .positions import delta, relative_position_index
 
 INITS = ("normal", "sinusoidal")
 
@@ -100,6 +100,27 @@ class RelativePositionEmbedding(nn.Module):
         )
 
 
+def row_cosine_similarity(
+    weight: torch.Tensor, max_relative_positions: int, distances: range | list[int] = range(-16, 16)
+) -> torch.Tensor:
+    """Cosine similarity between the table rows of the given distances.
+
+    Entry ``[a, b]`` compares the embedding of distance ``distances[a]`` with
+    that of ``distances[b]`` (rows ``delta(distance)`` of ``weight``).
+
+    Shapes:
+        weight: ``(2k, hidden)``
+        output: ``(len(distances), len(distances))``
+    """
+    k = check_int("max_relative_positions", max_relative_positions, minimum=1)
+    if not isinstance(weight, torch.Tensor) or weight.dim() != 2 or weight.shape[0] != 2 * k:
+        got = tuple(weight.shape) if isinstance(weight, torch.Tensor) else type(weight).__name__
+        raise ValueError(f"weight must have shape (2 * max_relative_positions, hidden) = ({2 * k}, hidden), got {got}")
+    rows = delta(torch.tensor(list(distances), dtype=torch.long), k)  # (m,)
+    picked = torch.nn.functional.normalize(weight.detach()[rows].double(), dim=-1)  # (m, hidden)
+    return picked @ picked.T  # (m, m)
+
+
 def per_pair_memory_bytes(seq_len: int, hidden_size: int, element_size: int = 4) -> int:
     """Bytes of the ``(n, n, hidden)`` per-pair tensor.
 
@@ -121,6 +142,7 @@ def table_memory_bytes(max_relative_positions: int, hidden_size: int, element_si
 __all__ = [
     "RelativePositionEmbedding",
     "sinusoidal_table",
+    "row_cosine_similarity",
     "per_pair_memory_bytes",
     "table_memory_bytes",
     "INITS",

@@ -1,0 +1,272 @@
+"""The book's figures. Every function returns a matplotlib Figure and never shows it.
+
+What a figure shows can be tested without looking at pixels: the heatmaps keep
+the drawn matrix in ``fig.axes[0].images[0].get_array()`` and the line plots
+keep their points in ``ax.lines``. Figures are made with ``matplotlib.figure.Figure``,
+not pyplot, so nothing is kept open globally and notebooks show a figure once,
+when a cell returns it.
+
+Shapes:
+    matrices drawn are ``(i, j)``: query position down, key position across
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from ._checks import check_int
+from .attention import AttentionScores
+from .embedding import row_cosine_similarity
+from .positions import (
+    exact_bucket_limit,
+    log_bucket_position,
+    relative_position_index,
+    relative_positions,
+)
+
+
+def _to_numpy(matrix: torch.Tensor | np.ndarray) -> np.ndarray:
+    if isinstance(matrix, torch.Tensor):
+        matrix = matrix.detach().cpu().double().numpy()
+    matrix = np.asarray(matrix)
+    if matrix.ndim != 2:
+        raise ValueError(f"matrix must be 2-D (i, j), got shape {matrix.shape}")
+    return matrix
+
+
+def _heatmap(
+    ax: Axes,
+    matrix: np.ndarray,
+    *,
+    cmap: str,
+    annotate: bool,
+    fmt: str = "{:d}",
+    vmin: float | None = None,
+    vmax: float | None = None,
+    xlabel: str = "key position j",
+    ylabel: str = "query position i",
+) -> None:
+    image = ax.imshow(matrix, cmap=cmap, vmin=vmin, vmax=vmax)
+    ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if annotate:
+        span = max(abs(np.nanmax(matrix)), abs(np.nanmin(matrix)), 1e-12)
+        for (i, j), value in np.ndenumerate(matrix):
+            text = fmt.format(int(value) if fmt == "{:d}" else value)
+            strong = abs(value - (0 if vmin is not None and vmin < 0 else matrix.mean())) > 0.6 * span
+            ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if strong else "black")
+
+
+def relative_position_matrix(seq_len: int = 6, *, annotate: bool = True) -> Figure:
+    """Heatmap of the signed distances ``i - j`` with each entry written in its cell.
+
+    Negative (blue): the key is ahead of the query. Positive (red): behind.
+
+    Shapes:
+        drawn matrix: ``(seq_len, seq_len)``, ``relative_positions(seq_len)``
+    """
+    seq_len = check_int("seq_len", seq_len, minimum=1)
+    rel = relative_positions(seq_len).numpy()
+    bound = max(seq_len - 1, 1)
+    size = min(seq_len, 16)
+    fig = Figure(figsize=(1.0 + 0.6 * size, 0.8 + 0.6 * size))
+    ax = fig.subplots()
+    _heatmap(ax, rel, cmap="RdBu_r", annotate=annotate, vmin=-bound, vmax=bound)
+    ax.set_title("relative position i - j")
+    fig.tight_layout()
+    return fig
+
+
+def index_heatmap(
+    seq_len: int,
+    max_relative_positions: int,
+    position_buckets: int = -1,
+    *,
+    annotate: bool | None = None,
+) -> Figure:
+    """Heatmap of the table row ``delta(i, j)`` (after log buckets, if any) read by each pair.
+
+    ``annotate`` defaults to writing the numbers when ``seq_len <= 16``.
+
+    Shapes:
+        drawn matrix: ``(seq_len, seq_len)``, ``relative_position_index(seq_len, ...)``
+    """
+    index = relative_position_index(
+        seq_len, max_relative_positions=max_relative_positions, position_buckets=position_buckets
+    ).numpy()
+    annotate = seq_len <= 16 if annotate is None else annotate
+    size = min(seq_len, 16)
+    fig = Figure(figsize=(1.2 + 0.6 * size, 0.8 + 0.6 * size))
+    ax = fig.subplots()
+    span = position_buckets if position_buckets > 0 else max_relative_positions
+    _heatmap(ax, index, cmap="viridis", annotate=annotate, vmin=0, vmax=2 * span - 1)
+    ax.set_title(f"table row delta(i, j), k = {span}")
+    fig.tight_layout()
+    return fig
+
+
+def row_similarity(
+    weight: torch.Tensor,
+    max_relative_positions: int,
+    distances: range | Sequence[int] = range(-16, 16),
+    *,
+    title: str = "cosine similarity of table rows",
+) -> Figure:
+    """Heatmap of the cosine similarity between the rows of the given distances.
+
+    Shapes:
+        weight: ``(2k, hidden)``
+        drawn matrix: ``(len(distances), len(distances))``, ``row_cosine_similarity(...)``
+    """
+    distances = list(distances)
+    similarity = row_cosine_similarity(weight, max_relative_positions, distances).numpy()
+    fig = Figure(figsize=(5.2, 4.4))
+    ax = fig.subplots()
+    image = ax.imshow(similarity, cmap="RdBu_r", vmin=-1, vmax=1)
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    ticks = [a for a, dist in enumerate(distances) if dist % 4 == 0]
+    ax.set_xticks(ticks, [str(distances[a]) for a in ticks])
+    ax.set_yticks(ticks, [str(distances[a]) for a in ticks])
+    ax.set_xlabel("distance i - j")
+    ax.set_ylabel("distance i - j")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def score_heatmap(
+    matrix: torch.Tensor | np.ndarray, *, title: str = "", annotate: bool = False, fmt: str = "{:.2f}"
+) -> Figure:
+    """One score matrix as a heatmap (diverging colours centred on zero).
+
+    Shapes:
+        matrix: ``(i, j)``
+    """
+    data = _to_numpy(matrix)
+    bound = float(np.abs(data).max()) or 1.0
+    fig = Figure(figsize=(4.6, 4.0))
+    ax = fig.subplots()
+    _heatmap(ax, data, cmap="RdBu_r", annotate=annotate, fmt=fmt, vmin=-bound, vmax=bound)
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def score_terms(scores: AttentionScores, *, batch: int = 0, head: int = 0) -> Figure:
+    """The c2c, c2p and p2c terms and the attention probabilities of one head, side by side.
+
+    The three terms share one colour scale, so their sizes can be compared.
+    Unused terms are drawn as an empty panel titled "not used".
+
+    Shapes:
+        scores.c2c, .c2p, .p2c, .probs: ``(b, h, i, j)``; each panel ``(i, j)``
+    """
+    if not isinstance(scores, AttentionScores):
+        raise TypeError(f"scores must be an AttentionScores, got {type(scores).__name__}")
+    terms = {"c2c": scores.c2c, "c2p": scores.c2p, "p2c": scores.p2c}
+    used = {name: _to_numpy(t[batch, head]) for name, t in terms.items() if t is not None}
+    bound = max(float(np.abs(m).max()) for m in used.values()) or 1.0
+    fig = Figure(figsize=(16, 3.9))
+    axes = fig.subplots(1, 4)
+    for ax, name in zip(axes[:3], terms):
+        if name in used:
+            _heatmap(ax, used[name], cmap="RdBu_r", annotate=False, vmin=-bound, vmax=bound)
+            ax.set_title(f"{name} (scaled)")
+        else:
+            ax.set_title(f"{name}: not used")
+            ax.set_axis_off()
+    _heatmap(axes[3], _to_numpy(scores.probs[batch, head]), cmap="Greens", annotate=False, vmin=0)
+    axes[3].set_title("softmax probabilities")
+    fig.tight_layout()
+    return fig
+
+
+def log_buckets(bucket_size: int, max_position: int, max_distance: int | None = None) -> Figure:
+    """The log bucket of every distance in ``[-max_distance, max_distance]``, exact region shaded.
+
+    ``max_distance`` defaults to ``2 * max_position``. The line's points are
+    ``(r, log_bucket_position(r, bucket_size, max_position))``; a dashed line
+    shows the identity ``bucket = r`` for comparison.
+
+    Shapes:
+        ax.lines[0]: ``2 * max_distance + 1`` points
+    """
+    max_distance = 2 * max_position if max_distance is None else check_int("max_distance", max_distance, minimum=1)
+    rel = torch.arange(-max_distance, max_distance + 1)
+    bucket = log_bucket_position(rel, bucket_size, max_position)
+    mid = exact_bucket_limit(bucket_size)
+    fig = Figure(figsize=(7.0, 4.2))
+    ax = fig.subplots()
+    ax.plot(rel.numpy(), bucket.numpy(), color="C0", label="log bucket")
+    ax.plot(rel.numpy(), rel.numpy(), color="grey", linestyle="--", linewidth=0.8, label="bucket = distance")
+    ax.axvspan(-mid, mid, color="C2", alpha=0.15, label=f"exact: |i - j| <= {mid}")
+    for sign in (-1, 1):
+        ax.axvline(sign * (max_position - 1), color="C3", linewidth=0.8, linestyle=":")
+    for sign in (-1, 1):
+        ax.axhline(sign * bucket_size, color="C1", linewidth=0.8, linestyle=":")
+    ax.set_ylim(-1.3 * bucket_size, 1.3 * bucket_size)
+    ax.set_xlabel("distance i - j")
+    ax.set_ylabel("bucket")
+    ax.set_title(f"log buckets: bucket_size = {bucket_size}, max_position = {max_position}")
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def benchmark(results: dict[str, Any] | str | Path) -> Figure:
+    """Forward time and peak memory against sequence length, one line per backend, log axes.
+
+    ``results`` is the JSON written by ``python -m relpos.bench`` (or its path).
+    Only measurements with status ``"ok"`` are drawn.
+
+    Shapes:
+        axes[0]: time (s) against n; axes[1]: peak memory (MiB) against n
+    """
+    if isinstance(results, (str, Path)):
+        results = json.loads(Path(results).read_text())
+    if not isinstance(results, dict) or "results" not in results:
+        raise ValueError("results must be the benchmark's JSON (a dict with a 'results' list) or its path")
+    rows = [r for r in results["results"] if r.get("status") == "ok"]
+    backends = sorted({r["backend"] for r in rows}, key=lambda b: ("transformers", "naive", "gather", "flex").index(b) if b in ("transformers", "naive", "gather", "flex") else 9)
+    fig = Figure(figsize=(11, 4.2))
+    ax_time, ax_mem = fig.subplots(1, 2)
+    for backend in backends:
+        mine = sorted((r for r in rows if r["backend"] == backend), key=lambda r: r["n"])
+        timed = [r for r in mine if r.get("forward_s") is not None]
+        sized = [r for r in mine if r.get("peak_bytes") is not None]
+        ax_time.plot([r["n"] for r in timed], [r["forward_s"] for r in timed], marker="o", label=backend)
+        ax_mem.plot([r["n"] for r in sized], [r["peak_bytes"] / 2**20 for r in sized], marker="o", label=backend)
+    config = results.get("config", {})
+    machine = results.get("machine", {})
+    for ax, label in ((ax_time, "forward time (s)"), (ax_mem, "peak memory (MiB)")):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("sequence length n")
+        ax.set_ylabel(label)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(
+        f"{machine.get('device', '?')} {config.get('dtype', '')}, batch {config.get('batch', '?')}, "
+        f"hidden {config.get('hidden', '?')}, {config.get('heads', '?')} heads"
+    )
+    fig.tight_layout()
+    return fig
+
+
+__all__ = [
+    "relative_position_matrix",
+    "index_heatmap",
+    "row_similarity",
+    "score_heatmap",
+    "score_terms",
+    "log_buckets",
+    "benchmark",
+]
