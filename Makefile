@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test unit notebooks clean env
+.PHONY: book test unit notebooks site clean env
 
 env: $(STAMP)
 
@@ -19,10 +19,14 @@ $(STAMP): pyproject.toml constraints.txt
 book: $(STAMP)
 	$(BIN)/jupyter-book build . --path-output . --keep-going
 
-test: unit notebooks
+test: unit notebooks site
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests --ignore=tests/site
+
+# Builds the site offline with warnings as errors, then reads it in headless Chromium.
+site: $(STAMP)
+	$(BIN)/python -m pytest tests/site
 
 notebooks: $(STAMP)
 	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with book/sanitize.cfg book

@@ -1,0 +1,166 @@
+"""The site as readers get it: built offline without warnings, then read in headless Chromium.
+
+Run by `make site` (part of `make test`). It builds the book into _build/html,
+serves it on 127.0.0.1, opens every page listed in _toc.yml, and checks that
+math is typeset by the site's own MathJax, images load, the console is clean,
+nothing is fetched from another host, each notebook's Colab link points at that
+notebook in the repository, and hidden exercise solutions open on click.
+Screenshots land in _build/screenshots/ for people to look at.
+
+Without Chromium the browser checks skip with a message saying how to install
+it; with RELPOS_REQUIRE_BROWSER=1 (set by .ci/run) that skip is a failure.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+HTML = ROOT / "_build" / "html"
+SHOTS = ROOT / "_build" / "screenshots"
+sys.path.insert(0, str(ROOT / "tools"))
+
+import set_repo_url  # noqa: E402
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def pages() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    return [toc["root"]] + [chapter["file"] for chapter in toc.get("chapters", [])]
+
+
+def chromium_path() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@pytest.fixture(scope="session")
+def built_site() -> Path:
+    """Build the site with warnings as errors; no network is used or needed."""
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "jupyter-book"), "build", ".", "-W", "-n", "--keep-going"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, f"jupyter-book build -W failed:\n{log[-6000:]}"
+    assert "WARNING" not in log, log[-6000:]
+    return HTML
+
+
+def test_site_is_self_contained(built_site):
+    """No page refers a browser to another host for scripts, styles or fonts."""
+    for page in built_site.rglob("*.html"):
+        text = page.read_text(errors="replace")
+        for marker in ('src="https://', "src='https://", 'href="https://cdn', "//cdn."):
+            assert marker not in text, f"{page.relative_to(built_site)} loads from another host: {marker}"
+    assert (built_site / "_static" / "mathjax" / "tex-chtml.js").exists()
+
+
+@pytest.fixture(scope="session")
+def server(built_site):
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(built_site))
+    handler.log_message = lambda *args: None
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    executable = chromium_path()
+    if executable is None:
+        message = "Chromium not found: install it (Debian: apt-get install chromium) to run the browser test"
+        if os.environ.get("RELPOS_REQUIRE_BROWSER") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()
+
+
+@pytest.mark.parametrize("source", pages())
+def test_page_in_browser(source, server, browser):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    console_errors: list[str] = []
+    foreign: list[str] = []
+    page.on("console", lambda msg: console_errors.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: console_errors.append(str(exc)))
+
+    def record(request):
+        host = urlparse(request.url)
+        if host.scheme in ("http", "https") and host.netloc != urlparse(server).netloc:
+            foreign.append(request.url)
+
+    page.on("request", record)
+    stem = Path(source).with_suffix("").as_posix()
+    page.goto(f"{server}/{stem}.html", wait_until="load")
+
+    # Math: MathJax from _static, and every formula typeset.
+    page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=30000)
+    page.evaluate("() => MathJax.startup.promise")
+    typeset = page.locator("mjx-container").count()
+    raw_math = page.locator("div.math, span.math").count()
+    assert typeset >= raw_math > 0 or (raw_math == 0 and typeset == 0), (typeset, raw_math)
+    assert raw_math > 0, f"{stem} shows no math at all"
+    assert page.locator("mjx-merror").count() == 0, f"{stem} has a MathJax error"
+
+    # Images: every one loaded with a real size.
+    broken = page.evaluate(
+        "() => Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)"
+    )
+    assert broken == [], broken
+
+    # Colab launch link: this notebook's path in the repository.
+    source_path = ROOT / source
+    if not source_path.exists() and (ROOT / f"{source}.ipynb").exists():
+        source_path = ROOT / f"{source}.ipynb"
+    if source_path.suffix == ".ipynb" or (ROOT / f"{stem}.ipynb").exists():
+        repo = urlparse(set_repo_url.configured_url()).path.strip("/")
+        expected = f"https://colab.research.google.com/github/{repo}/blob/main/{stem}.ipynb"
+        links = page.eval_on_selector_all("a[href*='colab.research.google.com']", "els => els.map(e => e.href)")
+        assert expected in links, (expected, links)
+
+        # Hidden solutions: closed at first, open on click.
+        hidden = page.locator("details.hide.above-input")
+        assert hidden.count() >= 2, f"{stem}: {hidden.count()} hidden solutions"
+        first = hidden.first
+        assert first.evaluate("el => el.open") is False
+        first.locator("summary").click()
+        assert first.evaluate("el => el.open") is True
+        assert first.locator("pre").first.is_visible()
+
+    page.screenshot(path=str(SHOTS / f"{stem.replace('/', '_')}.png"), full_page=True)
+    assert console_errors == [], console_errors
+    assert foreign == [], foreign
+    page.close()

@@ -1,0 +1,123 @@
+"""The book's structure: table of contents, setup cells, stored outputs, exercises, packaging."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import set_repo_url  # noqa: E402
+
+NOTEBOOKS = set_repo_url.notebooks()
+MACHINE_PATH = re.compile(r"/(work|tmp|root|home)/")
+
+
+def toc_files() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for chapter in toc.get("chapters", []):
+        files.append(chapter["file"])
+    for part in toc.get("parts", []):
+        files.extend(chapter["file"] for chapter in part["chapters"])
+    return files
+
+
+def test_book_has_chapters():
+    assert len(NOTEBOOKS) >= 7, [p.name for p in NOTEBOOKS]
+
+
+def test_toc_lists_every_notebook_and_only_existing_pages():
+    listed = toc_files()
+    for entry in listed:
+        assert any((ROOT / f"{entry}{ext}").exists() for ext in ("", ".md", ".ipynb")), entry
+    listed_stems = {Path(entry).with_suffix("").as_posix() for entry in listed}
+    for path in NOTEBOOKS:
+        assert path.relative_to(ROOT).with_suffix("").as_posix() in listed_stems, path.name
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_setup_cell_uses_the_configured_repository(path):
+    notebook = nbformat.read(path, as_version=4)
+    expected = set_repo_url.SETUP_CELL.format(url=set_repo_url.configured_url())
+    assert set_repo_url.first_code_cell(notebook).source == expected
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_stored_executed_and_clean(path):
+    notebook = nbformat.read(path, as_version=4)
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code" or not cell.source.strip():
+            continue
+        where = f"{path.name} cell {index}"
+        assert cell.execution_count is not None, f"{where} stored without being executed"
+        last = [line for line in cell.source.rstrip().splitlines() if line.strip()][-1]
+        assert last.lstrip().startswith("#") or not last.rstrip().endswith(";"), f"{where} ends with ';'"
+        for output in cell.outputs:
+            assert output.output_type != "error", f"{where} stored an error"
+            text = json.dumps(output.get("text", "")) + json.dumps(output.get("data", {}).get("text/plain", ""))
+            assert not MACHINE_PATH.search(text), f"{where} shows a path of this machine"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_chapter_has_objectives_summary_and_checked_exercises(path):
+    notebook = nbformat.read(path, as_version=4)
+    markdown = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown").lower()
+    assert "objectives" in markdown, path.name
+    assert "summary" in markdown, path.name
+    assert "exercise" in markdown, path.name
+    solutions = [
+        c for c in notebook.cells
+        if c.cell_type == "code" and "hide-input" in c.metadata.get("tags", [])
+    ]
+    assert 2 <= len(solutions) <= 4, f"{path.name}: {len(solutions)} hidden solutions"
+    for cell in solutions:
+        assert "assert" in cell.source, f"{path.name}: a hidden solution checks nothing"
+
+
+def test_gpu_chapter_asks_colab_for_a_gpu():
+    gpu_chapters = [
+        p for p in NOTEBOOKS if "torch.cuda.is_available()" in p.read_text()
+    ]
+    assert gpu_chapters, "no chapter has the GPU cell"
+    for path in gpu_chapters:
+        notebook = nbformat.read(path, as_version=4)
+        assert notebook.metadata.get("accelerator") == "GPU", path.name
+
+
+def _requirement_name(requirement: str) -> str:
+    return re.split(r"[<>=!~\[ ;@]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+
+def test_environment_yml_lists_the_same_packages_as_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = {_requirement_name(r) for r in project["dependencies"]}
+    for extra in project["optional-dependencies"].values():
+        wanted |= {_requirement_name(r) for r in extra}
+    environment = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip_section = next(d["pip"] for d in environment["dependencies"] if isinstance(d, dict))
+    listed = {_requirement_name(r) for r in pip_section}
+    assert listed == wanted
+
+
+def test_constraints_pin_every_direct_dependency():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    names = {_requirement_name(r) for r in project["dependencies"]}
+    for extra in project["optional-dependencies"].values():
+        names |= {_requirement_name(r) for r in extra}
+    pinned = {
+        _requirement_name(line): line.split("==", 1)[1].strip()
+        for line in (ROOT / "constraints.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    }
+    assert names <= set(pinned), names - set(pinned)
+    assert pinned["torch"] == "2.13.0"
+    assert pinned["jupyter-book"] == "1.0.4.post1"
