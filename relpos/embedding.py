@@ -88,6 +88,7 @@ class RelativePositionEmbedding(nn.Module):
         Shapes:
             output: ``(seq_len, seq_len, hidden)``
         """
+        seq_len = check_int("seq_len", seq_len, minimum=0)
         index = relative_position_index(
             seq_len, max_relative_positions=self.max_relative_positions, device=self.weight.device
         )  # (i, j)

@@ -124,6 +124,8 @@ class _FlexWithRecomputedBackward(torch.autograd.Function):
     def forward(ctx, query, key, value, pos_key, pos_query, index, lookup, key_mask, scale):
         ctx.save_for_backward(query, key, value, pos_key, pos_query, index, key_mask)
         ctx.scale = scale
+        # torch's CPU flex refuses inputs that require grad, even under no_grad: detach them.
+        query, key, value = query.detach(), key.detach(), value.detach()
         c2p_table, p2c_table = _tables(query, key, pos_key, pos_query, scale)
         return _run_flex(query, key, value, c2p_table, p2c_table, lookup, key_mask, scale)
 

@@ -58,11 +58,11 @@ def _heatmap(
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if annotate:
-        span = max(abs(np.nanmax(matrix)), abs(np.nanmin(matrix)), 1e-12)
         for (i, j), value in np.ndenumerate(matrix):
             text = fmt.format(int(value) if fmt == "{:d}" else value)
-            strong = abs(value - (0 if vmin is not None and vmin < 0 else matrix.mean())) > 0.6 * span
-            ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if strong else "black")
+            red, green, blue, _ = image.cmap(image.norm(value))
+            dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5  # perceived brightness
+            ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
 
 
 def relative_position_matrix(seq_len: int = 6, *, annotate: bool = True) -> Figure:

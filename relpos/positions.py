@@ -145,6 +145,15 @@ def position_index(
     """
     span = attention_span(max_relative_positions, position_buckets)
     if position_buckets > 0:
+        if not 2 <= position_buckets <= max_relative_positions or (
+            max_relative_positions - 1 <= position_buckets // 2
+        ):
+            raise ValueError(
+                "position_buckets must be -1 (no buckets) or an int with 2 <= position_buckets <= "
+                "max_relative_positions and max_relative_positions > position_buckets // 2 + 1, "
+                f"got position_buckets={position_buckets} and "
+                f"max_relative_positions={max_relative_positions}"
+            )
         rel = log_bucket_position(rel, position_buckets, max_relative_positions)
     return delta(rel, span)
 

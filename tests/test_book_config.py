@@ -83,6 +83,17 @@ def test_chapter_has_objectives_summary_and_checked_exercises(path):
         assert "assert" in cell.source, f"{path.name}: a hidden solution checks nothing"
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_displayed_figure_is_stored_as_an_image(path):
+    """A Figure shown without `%matplotlib inline` stores only its text, and the site shows no picture."""
+    notebook = nbformat.read(path, as_version=4)
+    for index, cell in enumerate(notebook.cells):
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if str(data.get("text/plain", "")).startswith("<Figure"):
+                assert "image/png" in data, f"{path.name} cell {index}: figure stored without its image"
+
+
 def test_gpu_chapter_asks_colab_for_a_gpu():
     gpu_chapters = [
         p for p in NOTEBOOKS if "torch.cuda.is_available()" in p.read_text()

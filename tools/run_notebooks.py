@@ -21,7 +21,13 @@ def run(path: Path) -> float:
     """Execute one notebook in place; return the seconds it took."""
     notebook = nbformat.read(path, as_version=4)
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    client = NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        notebook,
+        timeout=600,
+        kernel_name="python3",
+        record_timing=False,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     start = time.perf_counter()
     client.execute()
     elapsed = time.perf_counter() - start
