@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ._checks import check_choice, check_int
-from .positions import attention_span, relative_position_index
+from .positions import attention_span, distance_lookup, index_from_lookup, relative_position_index
 
 POS_ATT_TYPES = ("c2p", "p2c")
 BACKENDS = ("naive", "gather", "flex")
@@ -78,9 +78,10 @@ def position_to_content(
         output: ``(b, h, i, j)``
     """
     b, h, j, _ = key.shape
-    all_rows = torch.einsum("bjhd,hrd->bhjr", key.transpose(1, 2), pos_query)  # (b, h, j, r)
-    picked = all_rows.gather(-1, index.T.expand(b, h, j, index.shape[0]))  # (b, h, j, i)
-    return picked.transpose(-1, -2)  # (b, h, i, j)
+    # Rows first, keys last, so that picking row index[i, j] for key j is a gather
+    # along dim -2 that writes (b, h, i, j) in order (no transposed copy or add).
+    all_rows = torch.einsum("hrd,bhjd->bhrj", pos_query, key)  # (b, h, r, j)
+    return all_rows.gather(-2, index.expand(b, h, *index.shape))  # (b, h, i, j)
 
 
 def content_to_position_naive(query: torch.Tensor, pos_key_pairs: torch.Tensor) -> torch.Tensor:
@@ -225,18 +226,29 @@ class DisentangledSelfAttention(nn.Module):
             pos_query = self.split_heads(proj(rel_embeddings))  # (h, r, d)
         return pos_key, pos_query
 
-    def position_index(self, seq_len: int, device: torch.device | None = None) -> torch.Tensor:
-        """The table row of every (query, key) pair for this module's span and buckets.
+    def distance_lookup(self, seq_len: int, device: torch.device | None = None) -> torch.Tensor:
+        """The table row of each distance ``i - j``, at ``i - j + seq_len - 1`` (O(n) work).
 
         Shapes:
-            output: ``(i, j)``
+            output: ``(2 * seq_len - 1,)``
         """
-        return relative_position_index(
+        return distance_lookup(
             seq_len,
             max_relative_positions=self.max_relative_positions,
             position_buckets=self.position_buckets,
             device=device,
         )
+
+    def position_index(self, seq_len: int, device: torch.device | None = None) -> torch.Tensor:
+        """The table row of every (query, key) pair for this module's span and buckets.
+
+        Equal to ``relative_position_index(seq_len, ...)``, built from the O(n)
+        distance lookup rather than by bucketing all n^2 distances.
+
+        Shapes:
+            output: ``(i, j)``
+        """
+        return index_from_lookup(self.distance_lookup(seq_len, device=device))
 
     # -- forward ---------------------------------------------------------------
 
@@ -285,9 +297,9 @@ class DisentangledSelfAttention(nn.Module):
                     "backend='flex' has no attention dropout; set dropout=0.0 or call .eval(), "
                     "or use backend='gather'"
                 )
-            index = self.position_index(n, device=hidden_states.device)
+            lookup = self.distance_lookup(n, device=hidden_states.device)
             context = flex_disentangled_attention(
-                query, key, value, pos_key, pos_query, index, key_mask, self.scale
+                query, key, value, pos_key, pos_query, lookup, key_mask, self.scale
             )
         context = context.transpose(1, 2).flatten(-2)  # (b, n, hidden)
         return (context, scores) if return_scores else context

@@ -7,7 +7,8 @@ The two position terms are added to each score inside the kernel by a
     p2c_table[b, h, j, r] = K_j . Pq[r] / sqrt(d * s)        (b, h, n, 2 * span)
 
 and the row of a pair is read from a 1-D lookup of length ``2n - 1`` indexed by
-``i - j``. Nothing of size ``n x n`` is stored.
+``i - j`` (``relpos.distance_lookup``). Nothing of size ``n x n`` is stored, not
+even the index.
 
 Where torch's kernel cannot run, this module says so:
 - On the CPU, torch compiles flex only for float32/float16/bfloat16; float64 runs
@@ -24,6 +25,8 @@ import warnings
 from typing import Callable
 
 import torch
+
+from .positions import index_from_lookup
 
 _COMPILED_CPU_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _RECOMPILE_LIMIT = 64
@@ -121,8 +124,8 @@ class _FlexWithRecomputedBackward(torch.autograd.Function):
     """Forward by flex; backward by recomputing the gather formulation under autograd."""
 
     @staticmethod
-    def forward(ctx, query, key, value, pos_key, pos_query, index, lookup, key_mask, scale):
-        ctx.save_for_backward(query, key, value, pos_key, pos_query, index, key_mask)
+    def forward(ctx, query, key, value, pos_key, pos_query, lookup, key_mask, scale):
+        ctx.save_for_backward(query, key, value, pos_key, pos_query, lookup, key_mask)
         ctx.scale = scale
         # torch's CPU flex refuses inputs that require grad, even under no_grad: detach them.
         query, key, value = query.detach(), key.detach(), value.detach()
@@ -131,7 +134,8 @@ class _FlexWithRecomputedBackward(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_out):
-        query, key, value, pos_key, pos_query, index, key_mask = ctx.saved_tensors
+        query, key, value, pos_key, pos_query, lookup, key_mask = ctx.saved_tensors
+        index = index_from_lookup(lookup)  # (i, j)
         inputs = [t.detach().requires_grad_(need) if t is not None else None
                   for t, need in zip((query, key, value, pos_key, pos_query), ctx.needs_input_grad)]
         with torch.enable_grad():
@@ -139,7 +143,7 @@ class _FlexWithRecomputedBackward(torch.autograd.Function):
             wanted = [t for t in inputs if t is not None and t.requires_grad]
             grads = iter(torch.autograd.grad(out, wanted, grad_out) if wanted else ())
         result = [next(grads) if t is not None and t.requires_grad else None for t in inputs]
-        return (*result, None, None, None, None)
+        return (*result, None, None, None)
 
 
 def flex_disentangled_attention(
@@ -148,29 +152,27 @@ def flex_disentangled_attention(
     value: torch.Tensor,
     pos_key: torch.Tensor | None,
     pos_query: torch.Tensor | None,
-    index: torch.Tensor,
+    lookup: torch.Tensor,
     key_mask: torch.Tensor | None,
     scale: float,
 ) -> torch.Tensor:
     """Disentangled attention with FlexAttention; memory linear in ``n``.
 
-    ``index`` is only used by the CPU backward pass; the kernel reads the rows
-    from a ``(2n - 1,)`` lookup derived from it.
+    ``lookup`` is ``relpos.distance_lookup(n, ...)``: the table row of distance
+    ``i - j`` at ``i - j + n - 1``.
 
     Shapes:
         query, key, value: ``(b, h, n, d)``; pos_key, pos_query: ``(h, r, d)``
-        index: ``(i, j)``; key_mask: ``(b, j)`` bool
+        lookup: ``(2n - 1,)``; key_mask: ``(b, j)`` bool
         output: ``(b, h, n, d)``
     """
     n = query.shape[-2]
     if n == 0:
         return query.new_zeros(query.shape[:-1] + value.shape[-1:])
-    # index[i, 0] is the row of distance i, index[0, j] that of distance -j.
-    lookup = torch.cat([index[0, 1:].flip(0), index[:, 0]])  # (2n - 1,), distance r at r + n - 1
     tensors = (query, key, value, pos_key, pos_query)
     needs_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
     if needs_grad and query.device.type == "cpu":
-        return _FlexWithRecomputedBackward.apply(*tensors, index, lookup, key_mask, scale)
+        return _FlexWithRecomputedBackward.apply(*tensors, lookup, key_mask, scale)
     c2p_table, p2c_table = _tables(query, key, pos_key, pos_query, scale)
     return _run_flex(query, key, value, c2p_table, p2c_table, lookup, key_mask, scale)
 

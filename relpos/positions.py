@@ -190,6 +190,47 @@ def relative_position_index(
     )
 
 
+def distance_lookup(
+    seq_len: int,
+    *,
+    max_relative_positions: int,
+    position_buckets: int = -1,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
+    """The table row of every distance a ``seq_len`` sequence has, stored at ``i - j + seq_len - 1``.
+
+    A sequence of length n has only ``2n - 1`` distinct distances, so its whole
+    ``(n, n)`` index is determined by this ``(2n - 1,)`` vector:
+    ``relative_position_index(n, ...)[i, j] == distance_lookup(n, ...)[i - j + n - 1]``.
+    Computing the buckets here costs O(n) instead of O(n^2).
+
+    Shapes:
+        output: ``(2 * seq_len - 1,)``, empty when ``seq_len == 0``
+    """
+    seq_len = check_int("seq_len", seq_len, minimum=0)
+    rel = torch.arange(1 - max(seq_len, 1), seq_len, dtype=torch.long, device=device)  # (2n - 1,)
+    return position_index(
+        rel, max_relative_positions=max_relative_positions, position_buckets=position_buckets
+    )
+
+
+def index_from_lookup(lookup: torch.Tensor) -> torch.Tensor:
+    """Expand a ``distance_lookup`` into the ``(n, n)`` index, ``index[i, j] = lookup[i - j + n - 1]``.
+
+    The index is a Toeplitz matrix (constant along each diagonal), so it is read
+    as a strided view of the reversed lookup and copied once.
+
+    Shapes:
+        lookup: ``(2n - 1,)``
+        output: ``(n, n)``
+    """
+    n = (lookup.shape[0] + 1) // 2
+    if n == 0:
+        return lookup.new_empty(0, 0)
+    reversed_rows = lookup.flip(0).as_strided((n, n), (1, 1))  # [a, j] = lookup[2n - 2 - a - j]
+    return reversed_rows.flip(0)  # [i, j] = lookup[n - 1 + i - j]
+
+
 def attention_span(max_relative_positions: int, position_buckets: int = -1) -> int:
     """The span ``k`` of the table: ``position_buckets`` if positive, else ``max_relative_positions``.
 
@@ -218,6 +259,8 @@ __all__ = [
     "log_bucket_position",
     "position_index",
     "relative_position_index",
+    "distance_lookup",
+    "index_from_lookup",
     "attention_span",
     "exact_bucket_limit",
 ]
