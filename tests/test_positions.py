@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+
+import relpos
 from hypothesis import given
 from hypothesis import strategies as st
 from transformers.models.deberta_v2.modeling_deberta_v2 import (
@@ -303,3 +305,21 @@ def test_log_bucket_accepts_any_integer_dtype(dtype: torch.dtype) -> None:
     out = log_bucket_position(rel.to(dtype), 32, 128)
     assert out.dtype == torch.long
     assert torch.equal(out, log_bucket_position(rel, 32, 128))
+
+
+@given(st.integers(0, 200), bucket_configs())
+def test_distance_lookup_expands_to_the_index_with_buckets(n: int, config: tuple[int, int]) -> None:
+    bucket_size, max_position = config
+    kw = dict(max_relative_positions=max_position, position_buckets=bucket_size)
+    lookup = relpos.distance_lookup(n, **kw)
+    assert lookup.shape == (max(2 * n - 1, 0),)
+    assert torch.equal(relpos.index_from_lookup(lookup), relpos.relative_position_index(n, **kw))
+
+
+@given(st.integers(0, 200), spans)
+def test_distance_lookup_expands_to_the_index_with_clipping(n: int, k: int) -> None:
+    lookup = relpos.distance_lookup(n, max_relative_positions=k)
+    index = relpos.index_from_lookup(lookup)
+    assert torch.equal(index, relpos.relative_position_index(n, max_relative_positions=k))
+    for r in range(-(n - 1), n):
+        assert lookup[r + n - 1].item() == relpos.delta(r, k)
