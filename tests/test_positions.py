@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-import relpos
 from hypothesis import given
 from hypothesis import strategies as st
 from transformers.models.deberta_v2.modeling_deberta_v2 import (
@@ -16,6 +14,7 @@ from transformers.models.deberta_v2.modeling_deberta_v2 import (
     make_log_bucket_position,
 )
 
+import relpos
 from relpos import (
     attention_span,
     delta,
