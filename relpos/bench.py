@@ -295,14 +295,15 @@ def _timed(call: Callable[[], Any], device: str) -> float:
 def estimate_peak_bytes(backend: str, n: int, config: BenchConfig) -> int:
     """A rough upper estimate of one measurement's memory, used only to skip hopeless runs.
 
-    ``transformers``: six ``(b, h, n, n)`` tensors; ``gather``: three; ``naive``:
-    four ``(n, n, hidden)`` per-pair tables plus four ``(b, h, n, n)``; ``flex``:
-    the ``(b, h, n, 2 * span)`` row tables and a few ``(b, n, hidden)``. The relpos
-    backends also build the ``(n, n)`` int64 row index through
-    ``DisentangledSelfAttention.position_index``, whose temporaries peak near six
-    such tensors with log buckets (measured: 784 MiB at n = 4096) and three
-    without. With ``backward`` twice the total (autograd keeps the intermediates);
-    ``flex`` on the CPU recomputes its backward by gather, so it counts as gather.
+    ``transformers``: six ``(b, h, n, n)`` tensors; ``gather``: three, plus the
+    ``(n, n)`` int64 row index; ``naive``: four ``(n, n, hidden)`` per-pair
+    tables, four ``(b, h, n, n)`` and the index; ``flex``: the
+    ``(b, h, n, 2 * span)`` row tables, a few ``(b, n, hidden)``, and a quarter of
+    a ``(b, h, n, n)`` tensor for torch's CPU flex kernel, whose own buffers grow
+    with ``n^2`` (measured without any score_mod: 142 MiB at n = 4096, 540 MiB at
+    8192, for 12 heads). With ``backward`` twice the total (autograd keeps the
+    intermediates); ``flex`` on the CPU recomputes its backward by gather, so
+    there it counts as gather.
 
     Shapes:
         (no tensors)
@@ -311,8 +312,8 @@ def estimate_peak_bytes(backend: str, n: int, config: BenchConfig) -> int:
     e = torch.empty((), dtype=config.torch_dtype).element_size()
     b, h, hidden = config.batch, config.heads, config.hidden
     scores = b * h * n * n * e  # one (b, h, n, n) tensor
+    index = n * n * 8  # the (n, n) int64 row index
     linear = b * n * (2 * h * 2 * config.span + 6 * hidden) * e
-    index = (6 if config.position_buckets > 0 else 3) * n * n * 8  # the (n, n) int64 row index
     if backend == "transformers":
         quadratic = 6 * scores
     elif backend == "gather":
@@ -321,8 +322,10 @@ def estimate_peak_bytes(backend: str, n: int, config: BenchConfig) -> int:
         quadratic = 4 * n * n * hidden * e + 4 * scores + index
     elif config.backward and config.device == "cpu":
         quadratic = 3 * scores + index  # flex: the CPU backward recomputes by gather
+    elif config.device == "cpu":
+        quadratic = scores // 4  # flex: the buffers of torch's CPU kernel
     else:
-        quadratic = index
+        quadratic = 0
     estimate = quadratic + linear
     return 2 * estimate if config.backward else estimate
 

@@ -1,0 +1,241 @@
+"""The benchmark harness (relpos.bench) on tiny shapes: schema, statuses, ratios, table, CLI.
+
+These tests check the harness, not the speed: speed and memory goals are
+ratios measured by a full benchmark run, never asserted here. flex is left out
+because each of its compiles (in this process and in the memory subprocess)
+takes tens of seconds; the full benchmark run exercises it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from relpos import bench
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = dict(hidden=32, heads=4, max_relative_positions=8, position_buckets=4)
+LENGTHS = (64, 128)  # large enough that every forward grows the resident set by whole pages
+BACKENDS = ("transformers", "naive", "gather")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
+    path = tmp_path_factory.mktemp("bench") / "results.json"
+    data = bench.run_benchmark(
+        LENGTHS, BACKENDS, repeats=2, device="cpu", output=path, progress=None, **TINY
+    )
+    return data, path
+
+
+def test_results_follow_the_schema(run):
+    data, _ = run
+    assert data["schema"] == 1
+    for key in ("platform", "processor", "cpu_count", "torch", "transformers", "device", "device_name"):
+        assert key in data["machine"], key
+    assert data["machine"]["device"] == "cpu"
+    assert data["machine"]["torch"] == torch.__version__
+    config = data["config"]
+    assert {k: config[k] for k in TINY} == TINY
+    assert (config["dtype"], config["batch"], config["repeats"]) == ("float32", 1, 2)
+    assert [(r["backend"], r["n"]) for r in data["results"]] == [(b, n) for n in LENGTHS for b in BACKENDS]
+    for row in data["results"]:
+        assert set(bench.RESULT_KEYS) <= set(row), row
+        assert row["status"] == "ok", row
+        assert row["error"] is None and row["compile_s"] is None and row["backward_s"] is None
+        assert isinstance(row["forward_s"], float) and row["forward_s"] > 0
+        assert len(row["forward_runs_s"]) == 2 and min(row["forward_runs_s"]) > 0
+        assert isinstance(row["peak_bytes"], int) and row["peak_bytes"] > 0, row
+
+
+def test_written_file_reads_back_identically(run):
+    data, path = run
+    assert bench.load_results(path) == json.loads(json.dumps(data))
+
+
+def test_naive_needs_more_memory_than_gather_at_the_longer_length(run):
+    # The per-pair table is (n, n, hidden): 32 times a (b, h, n, n) score tensor here.
+    data, _ = run
+    peak = {r["backend"]: r["peak_bytes"] for r in data["results"] if r["n"] == LENGTHS[-1]}
+    assert peak["naive"] > 2 * peak["transformers"] > 2 * peak["gather"]
+
+
+def test_ratios_are_one_for_the_reference(run):
+    data, _ = run
+    table = bench.ratios(data)
+    assert [(r["backend"], r["n"]) for r in table] == [(r["backend"], r["n"]) for r in data["results"]]
+    for ratio, row in zip(table, data["results"]):
+        if row["backend"] == "transformers":
+            assert ratio["time_ratio"] == 1.0 and ratio["memory_ratio"] == 1.0
+        else:
+            ref = next(r for r in data["results"] if r["n"] == row["n"] and r["backend"] == "transformers")
+            assert ratio["time_ratio"] == pytest.approx(row["forward_s"] / ref["forward_s"])
+            assert ratio["memory_ratio"] == pytest.approx(row["peak_bytes"] / ref["peak_bytes"])
+        assert ratio["backward_ratio"] is None
+
+
+def test_table_names_every_backend_and_length(run):
+    data, _ = run
+    text = bench.format_table(data)
+    for backend in BACKENDS:
+        assert backend in text
+    lines = text.splitlines()
+    assert len(lines) == 3 + len(data["results"])  # title, header, rule, one line per result
+    for n in LENGTHS:
+        assert any(line.split()[0] == str(n) for line in lines[3:])
+    assert "fwd+bwd" not in text  # no backward column when nothing was timed backward
+
+
+def test_skips_are_recorded_with_their_reason():
+    data = bench.run_benchmark(
+        [32], ["transformers", "naive", "gather"], repeats=1, device="cpu", naive_max_length=16,
+        max_memory_gb=1e-9, progress=None, **TINY,
+    )
+    rows = {r["backend"]: r for r in data["results"]}
+    assert {r["status"] for r in rows.values()} == {"skipped"}
+    assert "--naive-max-length 16" in rows["naive"]["note"]
+    assert "--max-memory-gb" in rows["gather"]["note"]
+    assert all(r["forward_s"] is None and r["peak_bytes"] is None for r in rows.values())
+    assert all(v is None for r in bench.ratios(data) for k, v in r.items() if k.endswith("_ratio"))
+    assert "--naive-max-length 16" in bench.format_table(data)
+
+
+def test_a_failing_measurement_is_recorded_and_the_run_goes_on(monkeypatch):
+    real_forward_fn = bench._forward_fn
+
+    def forward_fn(backend, module, inputs):
+        forward = real_forward_fn(backend, module, inputs)
+        if backend != "gather":
+            return forward
+        calls = []
+
+        def second_call_fails():  # the warm-up passes, the first timed round fails
+            calls.append(1)
+            if len(calls) == 2:
+                raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8 GB")
+            return forward()
+
+        return second_call_fails
+
+    def memory_in_process(backend, n, config):
+        return bench.measure_memory(backend, n, config)
+
+    # Memory in this process (its numbers are real, only less isolated) keeps the test short.
+    monkeypatch.setattr(bench, "_memory_in_subprocess", memory_in_process)
+    monkeypatch.setattr(bench, "_forward_fn", forward_fn)
+    data = bench.run_benchmark(
+        [16], ["gather", "transformers"], repeats=3, device="cpu", progress=None, **TINY
+    )
+    gather, transformers = data["results"]
+    assert gather["status"] == "oom" and "can't allocate memory" in gather["error"]
+    assert gather["forward_s"] is None and gather["peak_bytes"] is not None
+    assert transformers["status"] == "ok" and transformers["forward_s"] > 0
+    assert len(transformers["forward_runs_s"]) == 3
+    assert "oom" in bench.format_table(data)
+
+
+def test_backward_is_timed_and_measured(monkeypatch):
+    def memory_in_process(backend, n, config):
+        return bench.measure_memory(backend, n, config)
+
+    monkeypatch.setattr(bench, "_memory_in_subprocess", memory_in_process)
+    data = bench.run_benchmark(
+        [64], ["transformers", "gather"], repeats=2, device="cpu", backward=True, progress=None, **TINY
+    )
+    assert data["config"]["backward"] is True
+    for row in data["results"]:
+        assert row["status"] == "ok", row
+        assert row["backward_s"] > 0 and len(row["backward_runs_s"]) == 2
+        # Measured in this process here, so only its presence is checked (the heap reuses freed blocks).
+        assert isinstance(row["backward_peak_bytes"], int) and row["backward_peak_bytes"] >= 0
+    assert bench.ratios(data)[0]["backward_ratio"] == 1.0
+    assert "fwd+bwd s" in bench.format_table(data)
+
+
+def test_failures_are_classified():
+    assert bench._failure(MemoryError())[0] == "oom"
+    assert bench._failure(torch.OutOfMemoryError("CUDA out of memory"))[0] == "oom"
+    assert bench._failure(ValueError("bad shape\nmore")) == ("error", "ValueError: bad shape")
+
+
+def test_direct_build_matches_from_transformers():
+    # The memory subprocess builds relpos modules without transformers; they must be the same.
+    config = bench.BenchConfig(**TINY)
+    weights = bench.random_weights(config)
+    reference = bench.build_module("transformers", config, weights)
+    inputs = bench.make_inputs(config, 12)
+    expected = reference(inputs["hidden_states"], inputs["pair_mask"], rel_embeddings=inputs["table"])[0]
+    for backend in ("naive", "gather"):
+        copied = bench.build_module(backend, config, weights, reference)
+        direct = bench.build_module(backend, config, weights)
+        assert not direct.training
+        for (name, a), (_, b) in zip(copied.state_dict().items(), direct.state_dict().items()):
+            assert torch.equal(a, b), name
+        out = direct(inputs["hidden_states"], inputs["table"], inputs["mask"])
+        torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_estimates_cover_the_recorded_peaks():
+    # The estimate decides what is skipped, so it must not fall below a peak that
+    # the benchmark measured (the CPU run stored with the book), nor be wildly above it.
+    data = bench.load_results(ROOT / "book" / "data" / "bench_cpu.json")
+    shape = {k: data["config"][k] for k in ("hidden", "heads", "max_relative_positions", "position_buckets")}
+    config = bench.BenchConfig(**shape, dtype=data["config"]["dtype"], batch=data["config"]["batch"])
+    rows = [row for row in data["results"] if row["status"] == "ok"]
+    assert {row["backend"] for row in rows} == set(bench.BENCH_BACKENDS)
+    for row in rows:
+        estimate = bench.estimate_peak_bytes(row["backend"], row["n"], config)
+        assert row["peak_bytes"] <= estimate <= 2 * row["peak_bytes"], row
+    backward = bench.BenchConfig(backward=True)
+    forward_only = bench.estimate_peak_bytes("gather", 4096, bench.BenchConfig())
+    assert bench.estimate_peak_bytes("gather", 4096, backward) == 2 * forward_only
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(backends=["nope"]), "backends must be drawn from"),
+        (dict(backends=["gather", "gather"]), "without repeats"),
+        (dict(lengths=[0]), "lengths entries must be an int >= 1"),
+        (dict(dtype="float8"), "dtype must be one of"),
+        (dict(device="tpu"), "device must be 'cpu' or 'cuda'"),
+        (dict(hidden=30, heads=4), "hidden must be divisible by heads"),
+    ],
+)
+def test_bad_arguments_are_rejected(kwargs, message):
+    arguments = dict(lengths=[16], backends=["gather"], device="cpu", progress=None)
+    arguments.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        bench.run_benchmark(**arguments)
+
+
+def test_load_results_rejects_other_schemas(tmp_path):
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"schema": 0, "results": []}))
+    with pytest.raises(ValueError, match="schema must be 1"):
+        bench.load_results(path)
+    incomplete = {"schema": 1, "machine": {}, "config": {}, "results": [{"backend": "gather"}]}
+    path.write_text(json.dumps(incomplete))
+    with pytest.raises(ValueError, match="lacks"):
+        bench.load_results(path)
+
+
+def test_command_line_help_exits_cleanly():
+    done = subprocess.run(
+        [sys.executable, "-m", "relpos.bench", "--help"], capture_output=True, text=True, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    for option in ("--lengths", "--backends", "--naive-max-length", "--max-memory-gb", "--backward"):
+        assert option in done.stdout
+    assert "--_measure-memory" not in done.stdout
+
+
+def test_command_line_rejects_unknown_backend():
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main(["--backends", "gather,fast"])
+    assert exit_info.value.code == 2
