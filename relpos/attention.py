@@ -388,7 +388,7 @@ class DisentangledSelfAttention(nn.Module):
         rel_embeddings: torch.Tensor,
         attention_mask: torch.Tensor | None,
     ) -> torch.Tensor | None:
-        """Validate the forward arguments; return the key mask as bool ``(b, n)`` or None."""
+        """Validate the forward arguments; return the key mask as bool ``(b, n)``, or None if nothing is padded."""
         if not isinstance(hidden_states, torch.Tensor) or not hidden_states.is_floating_point():
             raise TypeError("hidden_states must be a floating-point tensor of shape (b, n, hidden)")
         if hidden_states.dim() != 3 or hidden_states.shape[-1] != self.hidden_size:
@@ -406,7 +406,9 @@ class DisentangledSelfAttention(nn.Module):
         if not isinstance(attention_mask, torch.Tensor) or tuple(attention_mask.shape) != (b, n):
             got = tuple(attention_mask.shape) if isinstance(attention_mask, torch.Tensor) else attention_mask
             raise ValueError(f"attention_mask must have shape (b, n) = {(b, n)}, got {got}")
-        return attention_mask.to(device=hidden_states.device) != 0
+        key_mask = attention_mask.to(device=hidden_states.device) != 0
+        # A mask without padding changes nothing: skip the masking work altogether.
+        return None if bool(key_mask.all()) else key_mask
 
     @classmethod
     def from_transformers(cls, module: nn.Module, *, backend: str = "gather") -> "DisentangledSelfAttention":
