@@ -1,0 +1,122 @@
+"""Reading results back and presenting them: the schema check, the ratios to transformers, the table.
+
+:func:`load_results` reads a JSON file written by :func:`run_benchmark` and
+rejects one of another schema or with missing keys; :func:`ratios` expresses
+every result's time and memory as a multiple of transformers' at the same
+length; :func:`format_table` lays the numbers and ratios out as plain text, the
+form ``python -m relpos.bench`` prints and the book shows.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .config import _MIB, RESULT_KEYS, SCHEMA, STATUSES
+
+# -- reading and presenting results ---------------------------------------------------------
+
+
+def load_results(path: str | Path) -> dict[str, Any]:
+    """Read a results file written by :func:`run_benchmark` and check its schema.
+
+    Raises ``ValueError`` naming what is missing or malformed.
+
+    Shapes:
+        (no tensors)
+    """
+    data = json.loads(Path(path).read_text())
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        got = data.get("schema") if isinstance(data, dict) else type(data).__name__
+        raise ValueError(f"{path}: schema must be {SCHEMA}, got {got!r}")
+    for key in ("machine", "config", "results"):
+        if key not in data:
+            raise ValueError(f"{path}: missing top-level key {key!r}")
+    for i, row in enumerate(data["results"]):
+        missing = [key for key in RESULT_KEYS if key not in row]
+        if missing:
+            raise ValueError(f"{path}: results[{i}] lacks {missing}")
+        if row["status"] not in STATUSES:
+            raise ValueError(f"{path}: results[{i}].status must be one of {STATUSES}, got {row['status']!r}")
+    return data
+
+
+def _ratio(value: float | None, reference: float | None) -> float | None:
+    if value is None or reference is None or reference <= 0:
+        return None
+    return value / reference
+
+
+def ratios(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every result's time and memory as a multiple of transformers' at the same length.
+
+    One entry per result, in order: ``{"backend", "n", "time_ratio",
+    "backward_ratio", "memory_ratio"}``; a ratio is None where either number is
+    missing (not measured, skipped, failed, or no transformers row).
+
+    Shapes:
+        (no tensors)
+    """
+    rows = results["results"]
+    reference = {row["n"]: row for row in rows if row["backend"] == "transformers" and row["status"] == "ok"}
+    out = []
+    for row in rows:
+        ref = reference.get(row["n"], {})
+        ok = row["status"] == "ok"
+        out.append({
+            "backend": row["backend"],
+            "n": row["n"],
+            "time_ratio": _ratio(row["forward_s"], ref.get("forward_s")) if ok else None,
+            "backward_ratio": _ratio(row["backward_s"], ref.get("backward_s")) if ok else None,
+            "memory_ratio": _ratio(row["peak_bytes"], ref.get("peak_bytes")) if ok else None,
+        })
+    return out
+
+
+def _cell(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def format_table(results: dict[str, Any]) -> str:
+    """A plain-text table: per length and backend, times, peak memory and ratios vs transformers.
+
+    Shapes:
+        (no tensors)
+    """
+    config, machine = results["config"], results["machine"]
+    show_backward = any(row.get("backward_s") is not None for row in results["results"])
+    header = ["n", "backend", "status", "forward s", "x ref"]
+    if show_backward:
+        header += ["fwd+bwd s", "x ref"]
+    header += ["peak MiB", "x ref", "compile s", "note"]
+    lines = []
+    for row, ratio in zip(results["results"], ratios(results)):
+        cells = [str(row["n"]), row["backend"], row["status"], _cell(row["forward_s"], ".4f"),
+                 _cell(ratio["time_ratio"], ".2f")]
+        if show_backward:
+            cells += [_cell(row.get("backward_s"), ".4f"), _cell(ratio["backward_ratio"], ".2f")]
+        peak = row["peak_bytes"] / _MIB if row["peak_bytes"] is not None else None
+        note = row.get("note") or row.get("error") or ""
+        cells += [_cell(peak, ".1f"), _cell(ratio["memory_ratio"], ".2f")]
+        cells += [_cell(row["compile_s"], ".1f"), note]
+        lines.append(cells)
+    widths = [max(len(line[c]) for line in [header, *lines]) for c in range(len(header) - 1)]
+
+    def render(cells: list[str]) -> str:
+        left = {1, 2}  # backend and status read better left-aligned
+        parts = [
+            cell.ljust(width) if c in left else cell.rjust(width)
+            for c, (cell, width) in enumerate(zip(cells, widths))
+        ]
+        return "  ".join(parts + [cells[-1]]).rstrip()
+
+    title = (
+        f"disentangled attention on {machine['device']} ({machine['device_name']}), {config['dtype']}, "
+        f"batch {config['batch']}, hidden {config['hidden']}, heads {config['heads']}, "
+        f"max_relative_positions {config['max_relative_positions']}, "
+        f"position_buckets {config['position_buckets']}; median of {config['repeats']}; "
+        f"x ref = ratio to transformers at the same n"
+    )
+    rule = "-" * len(render(header))
+    return "\n".join([title, render(header), rule, *(render(cells) for cells in lines)])
