@@ -48,6 +48,36 @@ def _flex_attention(compiled: bool) -> Callable:
     return torch.compile(flex_attention, dynamic=False) if compiled else flex_attention
 
 
+@functools.lru_cache(maxsize=8)
+def full_block_mask(seq_len: int, device: str, block_size: int = 128):
+    """A BlockMask that marks every (query block, key block) tile as full.
+
+    Full tiles tell the kernel that no mask applies inside them. Without a block
+    mask, flex uses one whose tiles are partial and evaluates a no-op mask per
+    score, which costs about a third of the kernel's time on the CPU. Built from
+    the block indices directly: ``O((n / block_size)^2)`` integers, not ``n^2``.
+
+    Shapes:
+        (one tile index per (query block, key block): ``(1, 1, nb, nb)``)
+    """
+    from torch.nn.attention.flex_attention import BlockMask, noop_mask
+
+    blocks = -(-seq_len // block_size)  # ceil
+    partial_count = torch.zeros(1, 1, blocks, dtype=torch.int32, device=device)
+    partial_index = torch.zeros(1, 1, blocks, blocks, dtype=torch.int32, device=device)
+    full_count = torch.full((1, 1, blocks), blocks, dtype=torch.int32, device=device)
+    full_index = torch.arange(blocks, dtype=torch.int32, device=device).expand(1, 1, blocks, blocks).contiguous()
+    return BlockMask.from_kv_blocks(
+        partial_count,
+        partial_index,
+        full_count,
+        full_index,
+        BLOCK_SIZE=block_size,
+        mask_mod=noop_mask,
+        seq_lengths=(seq_len, seq_len),
+    )
+
+
 def make_score_mod(
     c2p_table: torch.Tensor | None,
     p2c_table: torch.Tensor | None,
@@ -85,7 +115,8 @@ def _run_flex(query, key, value, c2p_table, p2c_table, lookup, key_mask, scale):
         with torch._dynamo.config.patch(recompile_limit=_RECOMPILE_LIMIT), warnings.catch_warnings():
             # The uncompiled path (float64 on the CPU) is deliberate: silence torch's advice.
             warnings.filterwarnings("ignore", message=".*flex_attention called without torch.compile")
-            return flex(query, key, value, score_mod=score_mod, scale=scale)
+            block_mask = full_block_mask(query.shape[-2], str(query.device)) if compiled else None
+            return flex(query, key, value, score_mod=score_mod, block_mask=block_mask, scale=scale)
     except FlexUnavailableError:
         raise
     except Exception as exc:
@@ -177,4 +208,4 @@ def flex_disentangled_attention(
     return _run_flex(query, key, value, c2p_table, p2c_table, lookup, key_mask, scale)
 
 
-__all__ = ["flex_disentangled_attention", "make_score_mod", "FlexUnavailableError"]
+__all__ = ["flex_disentangled_attention", "make_score_mod", "full_block_mask", "FlexUnavailableError"]
