@@ -126,8 +126,8 @@ def test_a_failing_measurement_is_recorded_and_the_run_goes_on(monkeypatch):
         return bench.measure_memory(backend, n, config)
 
     # Memory in this process (its numbers are real, only less isolated) keeps the test short.
-    monkeypatch.setattr(bench, "_memory_in_subprocess", memory_in_process)
-    monkeypatch.setattr(bench, "_forward_fn", forward_fn)
+    monkeypatch.setattr(bench.memory, "_memory_in_subprocess", memory_in_process)
+    monkeypatch.setattr(bench.models, "_forward_fn", forward_fn)
     data = bench.run_benchmark(
         [16], ["gather", "transformers"], repeats=3, device="cpu", progress=None, **TINY
     )
@@ -143,7 +143,7 @@ def test_backward_is_timed_and_measured(monkeypatch):
     def memory_in_process(backend, n, config):
         return bench.measure_memory(backend, n, config)
 
-    monkeypatch.setattr(bench, "_memory_in_subprocess", memory_in_process)
+    monkeypatch.setattr(bench.memory, "_memory_in_subprocess", memory_in_process)
     data = bench.run_benchmark(
         [64], ["transformers", "gather"], repeats=2, device="cpu", backward=True, progress=None, **TINY
     )

@@ -25,8 +25,8 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from .. import bench  # the package itself, see measure_memory
 from .config import _CHILD_TIMEOUT_S, _MEMORY_MARK, _WARMUP_LENGTH, BenchConfig
+from . import models
 from .models import _clear_grads, _run, build_module, make_inputs, random_weights
 from .skips import _failure
 
@@ -118,15 +118,13 @@ def measure_memory(
     Shapes:
         (no tensors)
     """
-    # ``bench._forward_fn`` is read from the package at call time, so that replacing
-    # ``relpos.bench._forward_fn`` (as the tests do) reaches this measurement too.
     weights = random_weights(config)
     module = build_module(backend, config, weights, reference)
     peak = _peak_cuda if config.device == "cuda" else _peak_cpu
     # Warm up: flex compiles for this very length; the others need only a short run.
     warm_n = n if backend == "flex" else min(n, _WARMUP_LENGTH)
     warm_inputs = make_inputs(config, warm_n)
-    warm_forward = bench._forward_fn(backend, module, warm_inputs)
+    warm_forward = models._forward_fn(backend, module, warm_inputs)
     _run(warm_forward, False, warm_inputs)
     if config.backward:
         warm_inputs["hidden_states"].requires_grad_(True)
@@ -135,7 +133,7 @@ def measure_memory(
     del warm_inputs, warm_forward
 
     inputs = make_inputs(config, n)
-    forward = bench._forward_fn(backend, module, inputs)
+    forward = models._forward_fn(backend, module, inputs)
     result: dict[str, int | None] = {"peak_bytes": peak(lambda: _run(forward, False, inputs))}
     result["backward_peak_bytes"] = None
     if config.backward:

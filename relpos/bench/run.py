@@ -23,7 +23,7 @@ from typing import Any, TextIO
 
 import torch
 
-from .. import bench  # the package itself, see run_benchmark
+from . import memory
 from ..positions import relative_position_index
 from .config import (
     _MIB,
@@ -199,9 +199,7 @@ def run_benchmark(
             if reason is not None:
                 row.update(status="skipped", note=reason)
             elif device == "cpu":
-                # Read from the package at call time, so that replacing
-                # ``relpos.bench._memory_in_subprocess`` (as the tests do) reaches this run.
-                row.update(bench._memory_in_subprocess(backend, n, config))
+                row.update(memory._memory_in_subprocess(backend, n, config))
             else:
                 try:
                     row.update(measure_memory(backend, n, config, reference))

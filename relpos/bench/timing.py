@@ -17,8 +17,8 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from .. import bench  # the package itself, see time_backends
 from .config import BenchConfig
+from . import models
 from .models import _clear_grads, _run
 from .skips import _failure
 
@@ -58,9 +58,7 @@ def time_backends(
     rows: dict[str, dict[str, Any]] = {
         backend: {"compile_s": None, "backward_s": None, "backward_runs_s": None} for backend in backends
     }
-    # ``bench._forward_fn`` is read from the package at call time, so that replacing
-    # ``relpos.bench._forward_fn`` (as the tests do) reaches these timings too.
-    forwards = {backend: bench._forward_fn(backend, modules[backend], inputs) for backend in backends}
+    forwards = {backend: models._forward_fn(backend, modules[backend], inputs) for backend in backends}
     alive = list(backends)
 
     def attempt(backend: str, call: Callable[[], Any]) -> Any:
