@@ -104,6 +104,48 @@ def position_to_content_naive(key: torch.Tensor, pos_query_pairs: torch.Tensor) 
     return torch.einsum("bhjd,ijhd->bhij", key, pos_query_pairs)
 
 
+def combine_scores(
+    c2c: torch.Tensor,
+    c2p: torch.Tensor | None,
+    p2c: torch.Tensor | None,
+    key_mask: torch.Tensor | None,
+) -> AttentionScores:
+    """Add the (already scaled) terms, give padded keys the dtype's minimum, take the softmax.
+
+    Shapes:
+        c2c, c2p, p2c: ``(b, h, i, j)``; key_mask: ``(b, j)`` bool or None
+        output: ``AttentionScores`` of ``(b, h, i, j)`` tensors
+    """
+    logits = c2c
+    for term in (c2p, p2c):
+        if term is not None:
+            logits = logits + term
+    if key_mask is not None:
+        logits = logits.masked_fill(~key_mask[:, None, None, :], torch.finfo(logits.dtype).min)
+    return AttentionScores(c2c, c2p, p2c, logits.softmax(-1))
+
+
+def gather_scores(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    pos_key: torch.Tensor | None,
+    pos_query: torch.Tensor | None,
+    index: torch.Tensor,
+    key_mask: torch.Tensor | None,
+    scale: float,
+) -> AttentionScores:
+    """Every score term explicitly, the position terms by gather; ``None`` for an unused term.
+
+    Shapes:
+        query, key: ``(b, h, n, d)``; pos_key, pos_query: ``(h, r, d)``; index: ``(i, j)``
+        output: ``AttentionScores`` of ``(b, h, i, j)`` tensors
+    """
+    c2c = torch.einsum("bhid,bhjd->bhij", query, key) * scale
+    c2p = None if pos_key is None else content_to_position(query, pos_key, index) * scale
+    p2c = None if pos_query is None else position_to_content(key, pos_query, index) * scale
+    return combine_scores(c2c, c2p, p2c, key_mask)
+
+
 class DisentangledSelfAttention(nn.Module):
     """DeBERTa's disentangled self-attention over a shared relative-position table.
 
@@ -316,29 +358,19 @@ class DisentangledSelfAttention(nn.Module):
         """Every score term explicitly: per pair for ``naive``, by gather otherwise."""
         n = query.shape[-2]
         index = self.position_index(n, device=query.device)  # (i, j)
+        if self.backend != "naive":
+            return gather_scores(query, key, pos_key, pos_query, index, key_mask, self.scale)
         c2c = torch.einsum("bhid,bhjd->bhij", query, key) * self.scale
         c2p = p2c = None
-        if self.backend == "naive":
-            pairs = rel_embeddings[index]  # (i, j, hidden): the literal per-pair table
-            pos_key_pairs, pos_query_pairs = self.project_table(pairs.flatten(0, 1))
-            if pos_key_pairs is not None:
-                pos_key_pairs = pos_key_pairs.transpose(0, 1).unflatten(0, (n, n))  # (i, j, h, d)
-                c2p = content_to_position_naive(query, pos_key_pairs) * self.scale
-            if pos_query_pairs is not None:
-                pos_query_pairs = pos_query_pairs.transpose(0, 1).unflatten(0, (n, n))  # (i, j, h, d)
-                p2c = position_to_content_naive(key, pos_query_pairs) * self.scale
-        else:
-            if pos_key is not None:
-                c2p = content_to_position(query, pos_key, index) * self.scale
-            if pos_query is not None:
-                p2c = position_to_content(key, pos_query, index) * self.scale
-        logits = c2c
-        for term in (c2p, p2c):
-            if term is not None:
-                logits = logits + term
-        if key_mask is not None:
-            logits = logits.masked_fill(~key_mask[:, None, None, :], torch.finfo(logits.dtype).min)
-        return AttentionScores(c2c, c2p, p2c, logits.softmax(-1))
+        pairs = rel_embeddings[index]  # (i, j, hidden): the literal per-pair table
+        pos_key_pairs, pos_query_pairs = self.project_table(pairs.flatten(0, 1))  # (h, i*j, d) each
+        if pos_key_pairs is not None:
+            pos_key_pairs = pos_key_pairs.transpose(0, 1).unflatten(0, (n, n))  # (i, j, h, d)
+            c2p = content_to_position_naive(query, pos_key_pairs) * self.scale
+        if pos_query_pairs is not None:
+            pos_query_pairs = pos_query_pairs.transpose(0, 1).unflatten(0, (n, n))  # (i, j, h, d)
+            p2c = position_to_content_naive(key, pos_query_pairs) * self.scale
+        return combine_scores(c2c, c2p, p2c, key_mask)
 
     def _gather_attention(
         self,
@@ -435,6 +467,8 @@ class DisentangledSelfAttention(nn.Module):
 __all__ = [
     "AttentionScores",
     "DisentangledSelfAttention",
+    "combine_scores",
+    "gather_scores",
     "content_to_position",
     "position_to_content",
     "content_to_position_naive",

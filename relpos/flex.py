@@ -26,6 +26,7 @@ from typing import Callable
 
 import torch
 
+from .attention import gather_scores
 from .positions import index_from_lookup
 
 _COMPILED_CPU_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -137,20 +138,6 @@ def _tables(query, key, pos_key, pos_query, scale):
     return c2p_table, p2c_table
 
 
-def _gather_reference(query, key, value, pos_key, pos_query, index, key_mask, scale):
-    """The same attention by gather, for the CPU backward pass."""
-    from .attention import content_to_position, position_to_content
-
-    logits = torch.einsum("bhid,bhjd->bhij", query, key) * scale  # (b, h, i, j)
-    if pos_key is not None:
-        logits = logits + content_to_position(query, pos_key, index) * scale
-    if pos_query is not None:
-        logits = logits + position_to_content(key, pos_query, index) * scale
-    if key_mask is not None:
-        logits = logits.masked_fill(~key_mask[:, None, None, :], torch.finfo(logits.dtype).min)
-    return logits.softmax(-1) @ value  # (b, h, i, d)
-
-
 class _FlexWithRecomputedBackward(torch.autograd.Function):
     """Forward by flex; backward by recomputing the gather formulation under autograd."""
 
@@ -170,7 +157,9 @@ class _FlexWithRecomputedBackward(torch.autograd.Function):
         inputs = [t.detach().requires_grad_(need) if t is not None else None
                   for t, need in zip((query, key, value, pos_key, pos_query), ctx.needs_input_grad)]
         with torch.enable_grad():
-            out = _gather_reference(*inputs, index, key_mask, ctx.scale)
+            query_in, key_in, value_in, pos_key_in, pos_query_in = inputs
+            scores = gather_scores(query_in, key_in, pos_key_in, pos_query_in, index, key_mask, ctx.scale)
+            out = scores.probs @ value_in  # (b, h, i, d)
             wanted = [t for t in inputs if t is not None and t.requires_grad]
             grads = iter(torch.autograd.grad(out, wanted, grad_out) if wanted else ())
         result = [next(grads) if t is not None and t.requires_grad else None for t in inputs]
