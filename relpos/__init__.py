@@ -45,6 +45,8 @@ from .positions import (
     relative_positions,
 )
 
+from . import results  # committed results shipped as package data
+
 __version__ = "0.1.0"
 
 __all__ = [

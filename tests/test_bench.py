@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from relpos import bench
+from relpos import bench, results
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = dict(hidden=32, heads=4, max_relative_positions=8, position_buckets=4)
@@ -183,7 +183,7 @@ def test_direct_build_matches_from_transformers():
 def test_estimates_cover_the_recorded_peaks():
     # The estimate decides what is skipped, so it must not fall below a peak that
     # the benchmark measured (the CPU run stored with the book), nor be wildly above it.
-    data = bench.load_results(ROOT / "book" / "data" / "bench_cpu.json")
+    data = bench.load_results(results.path("bench_cpu.json"))
     shape = {k: data["config"][k] for k in ("hidden", "heads", "max_relative_positions", "position_buckets")}
     config = bench.BenchConfig(**shape, dtype=data["config"]["dtype"], batch=data["config"]["batch"])
     rows = [row for row in data["results"] if row["status"] == "ok"]

@@ -20,17 +20,24 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
 
-SETUP_CELL = '''# Setup: on Colab (or wherever relpos is missing) install it from the book's repository.
-# Locally, after the README's `make` commands, relpos is already installed and this does nothing.
+SETUP_CELL = '''# Setup: on Colab, or wherever relpos is missing, install it from the book's
+# repository. pip keeps the torch, numpy and matplotlib already installed.
+# After the README's `make` commands relpos is installed and this does nothing.
 REPO_URL = "{url}"
 try:
     import relpos
 except ImportError:
+    import importlib
     import subprocess
     import sys
 
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"relpos[interop] @ git+{{REPO_URL}}"], check=True)
+    package = f"relpos[interop] @ git+{{REPO_URL}}"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", package], check=True)
+    importlib.invalidate_caches()
     import relpos'''
+
+# The site collapses the setup cell: boilerplate to a reader, one click away.
+SETUP_TAGS = ("hide-input",)
 
 _URL_LINE = re.compile(r"^(\s*url:\s*)(\S+)\s*$", re.MULTILINE)
 
@@ -53,6 +60,13 @@ def first_code_cell(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return next(cell for cell in notebook.cells if cell.cell_type == "code")
 
 
+def write_setup_cell(cell: nbformat.NotebookNode, url: str) -> None:
+    """Make ``cell`` the setup cell for ``url``, tagged for the site."""
+    cell.source = SETUP_CELL.format(url=url)
+    tags = cell.metadata.setdefault("tags", [])
+    tags.extend(tag for tag in SETUP_TAGS if tag not in tags)
+
+
 def set_url(url: str) -> None:
     """Write ``url`` into _config.yml and into every notebook's setup cell."""
     if not re.fullmatch(r"https://\S+", url):
@@ -61,7 +75,7 @@ def set_url(url: str) -> None:
     config.write_text(_URL_LINE.sub(lambda m: m.group(1) + url, config.read_text(), count=1))
     for path in notebooks():
         notebook = nbformat.read(path, as_version=4)
-        first_code_cell(notebook).source = SETUP_CELL.format(url=url)
+        write_setup_cell(first_code_cell(notebook), url)
         nbformat.write(notebook, path)
 
 

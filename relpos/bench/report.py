@@ -10,6 +10,7 @@ form ``python -m relpos.bench`` prints and the book shows.
 from __future__ import annotations
 
 import json
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +19,18 @@ from .config import _MIB, RESULT_KEYS, SCHEMA, STATUSES
 # -- reading and presenting results ---------------------------------------------------------
 
 
-def load_results(path: str | Path) -> dict[str, Any]:
+def load_results(path: str | Path | Traversable) -> dict[str, Any]:
     """Read a results file written by :func:`run_benchmark` and check its schema.
 
-    Raises ``ValueError`` naming what is missing or malformed.
+    ``path`` is a file path, or a committed result such as
+    ``relpos.results.path("bench_cpu.json")``. Raises ``ValueError`` naming what
+    is missing or malformed.
 
     Shapes:
         (no tensors)
     """
-    data = json.loads(Path(path).read_text())
+    file = Path(path) if isinstance(path, str) else path
+    data = json.loads(file.read_text(encoding="utf-8"))
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         got = data.get("schema") if isinstance(data, dict) else type(data).__name__
         raise ValueError(f"{path}: schema must be {SCHEMA}, got {got!r}")

@@ -1,0 +1,95 @@
+"""Every chapter as a student's Colab runs it: alone, in a Python without relpos.
+
+A launch button opens one notebook by itself, with nothing of the repository
+beside it, in a Python that has torch, numpy, matplotlib and a kernel but not
+relpos. This module builds such a Python (``.venv-colab``, kept between runs and
+rebuilt when constraints.txt changes), then for each chapter:
+
+- uninstalls relpos there and checks that it is really gone;
+- runs ``tools/run_as_colab.py``: the notebook copied alone into an empty folder,
+  its setup cell pointed at this clone (``git+file://``, so the committed state of
+  the checkout is what gets installed), every cell executed top to bottom;
+- checks that the setup cell left torch, numpy and matplotlib as they were.
+
+pip resolves relpos's dependencies under constraints.txt (``PIP_CONSTRAINT``), so
+the run is repeatable; the mechanism is the one a student's notebook uses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = ROOT / ".venv-colab"
+PYTHON = ENV / "bin" / "python"
+STAMP = ENV / ".installed"
+CONSTRAINTS = ROOT / "constraints.txt"
+# What Colab provides before the setup cell runs (a kernel to run cells in).
+PROVIDED = ("torch", "numpy", "matplotlib", "ipykernel", "nbclient", "nbformat")
+KEPT = ("torch", "numpy", "matplotlib")
+CHAPTERS = sorted((ROOT / "book").glob("*.ipynb"))
+
+
+def _run(args: list[str], **kwargs) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env["PATH"] = f"{ENV / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["PIP_CONSTRAINT"] = str(CONSTRAINTS)
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    env["MPLBACKEND"] = "Agg"
+    return subprocess.run(args, capture_output=True, text=True, env=env, **kwargs)
+
+
+def _check(result: subprocess.CompletedProcess, what: str) -> str:
+    assert result.returncode == 0, f"{what} failed:\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+@pytest.fixture(scope="session")
+def colab_python() -> Path:
+    """A fresh-enough Python with only what Colab provides."""
+    if not STAMP.exists() or STAMP.stat().st_mtime < CONSTRAINTS.stat().st_mtime:
+        _check(_run([sys.executable, "-m", "venv", "--clear", str(ENV)]), "venv")
+        pip = [str(PYTHON), "-m", "pip", "install", "-q"]
+        _check(_run([*pip, "--upgrade", "pip"]), "pip upgrade")
+        _check(_run([*pip, *PROVIDED]), "installing what Colab provides")
+        STAMP.touch()
+    return PYTHON
+
+
+def _versions(python: Path) -> dict[str, str]:
+    code = (
+        "import json, importlib.metadata as m;"
+        f"print(json.dumps({{n: m.version(n) for n in {KEPT!r}}}))"
+    )
+    return json.loads(_check(_run([str(python), "-c", code]), "reading versions"))
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_runs_alone_as_on_colab(colab_python: Path, chapter: Path, tmp_path: Path):
+    _run([str(colab_python), "-m", "pip", "uninstall", "-y", "-q", "relpos"])
+    gone = _run([str(colab_python), "-c", "import relpos"], cwd=tmp_path)
+    assert gone.returncode != 0, "relpos is still importable before the setup cell runs"
+    before = _versions(colab_python)
+
+    result = _run(
+        [
+            str(colab_python),
+            str(ROOT / "tools" / "run_as_colab.py"),
+            str(chapter),
+            "--repo",
+            ROOT.as_uri(),
+        ],
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr[-3000:]}"
+    assert "ran alone, top to bottom" in result.stdout
+
+    installed = _run([str(colab_python), "-c", "import relpos"], cwd=tmp_path)
+    assert installed.returncode == 0, "the setup cell did not leave relpos installed"
+    assert _versions(colab_python) == before, "the setup cell changed a package Colab provides"
