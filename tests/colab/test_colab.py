@@ -93,3 +93,22 @@ def test_chapter_runs_alone_as_on_colab(colab_python: Path, chapter: Path, tmp_p
     installed = _run([str(colab_python), "-c", "import relpos"], cwd=tmp_path)
     assert installed.returncode == 0, "the setup cell did not leave relpos installed"
     assert _versions(colab_python) == before, "the setup cell changed a package Colab provides"
+
+
+def test_a_failing_cell_is_named(colab_python: Path, tmp_path: Path):
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_markdown_cell("# A chapter"),
+        nbformat.v4.new_code_cell('REPO_URL = "https://example.invalid/relpos"'),
+        nbformat.v4.new_code_cell("x = 1"),
+        nbformat.v4.new_code_cell("raise ValueError('the chapter broke here')"),
+    ]
+    path = tmp_path / "broken_chapter.ipynb"
+    nbformat.write(notebook, path)
+    runner = ROOT / "tools" / "run_as_colab.py"
+    result = _run([str(colab_python), str(runner), str(path), "--repo", ROOT.as_uri()])
+    assert result.returncode == 1
+    assert "broken_chapter.ipynb: cell 3 failed" in result.stdout
+    assert "the chapter broke here" in result.stdout

@@ -1,0 +1,49 @@
+"""Committed results ship as package data and read back the same way everywhere."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from relpos import bench, results
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_every_committed_file_is_listed_and_readable():
+    folder = ROOT / "relpos" / "results"
+    on_disk = sorted(p.name for p in folder.iterdir() if p.suffix in (".json", ".png", ".svg"))
+    assert results.names() == on_disk
+    for name in on_disk:
+        assert results.path(name).read_bytes() == (folder / name).read_bytes()
+
+
+def test_the_benchmark_reads_its_committed_json():
+    data = bench.load_results(results.path("bench_cpu.json"))
+    assert data == results.load("bench_cpu.json")
+    assert {"machine", "config", "results"} <= set(data)
+
+
+def test_package_data_covers_every_committed_suffix():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    patterns = config["tool"]["setuptools"]["package-data"]["relpos.results"]
+    for name in results.names():
+        assert any(name.endswith(p.removeprefix("*")) for p in patterns), name
+
+
+@pytest.mark.parametrize("name", ["", "../pyproject.toml", "a/b.json", None])
+def test_path_rejects_what_is_not_a_file_name(name):
+    with pytest.raises(ValueError, match="name must be a file name"):
+        results.path(name)
+
+
+def test_missing_result_lists_what_exists():
+    with pytest.raises(FileNotFoundError, match="bench_cpu.json"):
+        results.path("no_such_result.json")
+
+
+def test_load_takes_json_only():
+    with pytest.raises(ValueError, match="name must name a .json file"):
+        results.load("figure.png")
