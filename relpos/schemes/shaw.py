@@ -1,0 +1,159 @@
+"""Shaw et al. (2018): clipped relative embeddings added to the keys and the values.
+
+The paper (its equations 3 and 4), for query ``i`` and key ``j`` in one head::
+
+    e_ij = x_i W^Q (x_j W^K + a^K_ij)^T / sqrt(d_z)
+    z_i  = sum_j alpha_ij (x_j W^V + a^V_ij),       alpha = softmax_j(e)
+    a^K_ij = w^K_{clip(j - i, k)},   a^V_ij = w^V_{clip(j - i, k)},
+    clip(x, k) = max(-k, min(k, x))
+
+So Shaw indexes by ``j - i`` (key minus query) and keeps ``2k + 1`` rows, one per
+distance in ``[-k, k]``; the tables are shared by all heads (width ``d_z``, the
+head width) and learned per layer. This module uses the book's ``i - j``: row
+``shaw_index(i - j) = clip(i - j, k) + k``, so its row for ``i - j`` holds the
+paper's ``w_{-(i - j)}`` (the paper's table upside down; both are learned, so
+the model is the same). DeBERTa's ``delta`` instead keeps ``2k`` rows,
+``[-k, k - 1]``.
+
+Shapes:
+    b: batch; h: heads; d: head width; i, j: query and key positions
+    k: max_relative_positions; r: table row, ``0 <= r <= 2k``
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .._checks import check_int, check_int_tensor
+from ..attention import content_to_position
+from .attention import SchemeSelfAttention, relative_distances
+
+
+def shaw_index(rel: torch.Tensor, max_relative_positions: int) -> torch.Tensor:
+    """The table row of each distance ``r = i - j``: ``clip(r, k) + k``, in ``[0, 2k]``.
+
+    Distance ``-k`` (and anything further ahead) reads row 0, distance 0 row ``k``,
+    distance ``k`` (and anything further behind) row ``2k``.
+
+    Shapes:
+        rel: ``(*)``
+        output: ``(*)``
+    """
+    rel = check_int_tensor("rel", rel).long()
+    k = check_int("max_relative_positions", max_relative_positions, minimum=1)
+    return rel.clamp(-k, k) + k
+
+
+def relative_value_sum(
+    probs: torch.Tensor, value_table: torch.Tensor, index: torch.Tensor
+) -> torch.Tensor:
+    """``sum_j probs[i, j] * value_table[index[i, j]]``, without a per-pair table.
+
+    The weights of all keys that read the same row are added first (a scatter-add
+    into ``2k + 1`` slots), then each row is read once.
+
+    Shapes:
+        probs: ``(b, h, i, j)``; value_table: ``(r, d)``; index: ``(i, j)``
+        output: ``(b, h, i, d)``
+    """
+    b, h, i, j = probs.shape
+    per_row = probs.new_zeros(b, h, i, value_table.shape[0])  # (b, h, i, r)
+    per_row.scatter_add_(-1, index.expand(b, h, i, j), probs)  # (b, h, i, r)
+    return per_row @ value_table  # (b, h, i, d)
+
+
+class ShawSelfAttention(SchemeSelfAttention):
+    """Self-attention with Shaw et al.'s clipped relative keys (and values).
+
+    Args:
+        hidden_size, num_heads, dropout: as for ``SchemeSelfAttention``.
+        max_relative_positions: ``k``, the clipping distance (2k + 1 rows).
+        relative_values: also add ``a^V`` to the values (the paper's eq. 3).
+
+    Attributes:
+        key_table: ``(2k + 1, d)``, ``w^K`` shared by the heads (normal, std 0.02).
+        value_table: ``(2k + 1, d)``, ``w^V``; only with ``relative_values``.
+
+    Shapes:
+        hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
+        output: ``(b, n, hidden)``
+    """
+
+    def __init__(
+        self,
+        hidden_size: int,
+        num_heads: int,
+        max_relative_positions: int = 16,
+        relative_values: bool = True,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__(hidden_size, num_heads, dropout)
+        self.max_relative_positions = check_int(
+            "max_relative_positions", max_relative_positions, minimum=1
+        )
+        if not isinstance(relative_values, bool):
+            raise TypeError(f"relative_values must be a bool, got {relative_values!r}")
+        self.relative_values = relative_values
+        rows = 2 * self.max_relative_positions + 1
+        self.key_table = nn.Parameter(torch.randn(rows, self.head_size) * 0.02)
+        value_table = None
+        if relative_values:
+            value_table = nn.Parameter(torch.randn(rows, self.head_size) * 0.02)
+        self.register_parameter("value_table", value_table)
+
+    def table_index(
+        self, query_positions: torch.Tensor, key_positions: torch.Tensor
+    ) -> torch.Tensor:
+        """The row of every (query, key) pair.
+
+        Shapes:
+            query_positions: ``(i,)``; key_positions: ``(j,)``
+            output: ``(i, j)``
+        """
+        rel = relative_distances(query_positions, key_positions)  # (i, j)
+        return shaw_index(rel, self.max_relative_positions)
+
+    def position_logits(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        query_positions: torch.Tensor,
+        key_positions: torch.Tensor,
+    ) -> torch.Tensor:
+        """``q_i . a^K_ij / sqrt(d)``: each query against all ``2k + 1`` rows, gathered.
+
+        Shapes:
+            query: ``(b, h, i, d)``; key: ``(b, h, j, d)``
+            output: ``(b, h, i, j)``
+        """
+        index = self.table_index(query_positions, key_positions)  # (i, j)
+        rows = self.key_table.expand(self.num_heads, *self.key_table.shape)  # (h, r, d)
+        return content_to_position(query, rows, index) * self.scale  # (b, h, i, j)
+
+    def position_values(
+        self,
+        probs: torch.Tensor,
+        query_positions: torch.Tensor,
+        key_positions: torch.Tensor,
+    ) -> torch.Tensor | None:
+        """``sum_j alpha_ij a^V_ij``, or None without relative values.
+
+        Shapes:
+            probs: ``(b, h, i, j)``
+            output: ``(b, h, i, d)``
+        """
+        if self.value_table is None:
+            return None
+        index = self.table_index(query_positions, key_positions)  # (i, j)
+        return relative_value_sum(probs, self.value_table, index)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{super().extra_repr()}, "
+            f"max_relative_positions={self.max_relative_positions}, "
+            f"relative_values={self.relative_values}"
+        )
+
+
+__all__ = ["ShawSelfAttention", "relative_value_sum", "shaw_index"]

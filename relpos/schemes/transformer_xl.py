@@ -1,0 +1,141 @@
+"""Transformer-XL (Dai et al. 2019): four terms, positions from a sinusoid of ``i - j``.
+
+The paper's score of query ``i`` and key ``j`` (its section 3.3), with ``E`` the
+content, ``R_{i-j}`` a fixed sinusoidal encoding of the distance and two learned
+global vectors ``u`` and ``v``::
+
+    A_ij = E_i^T W_q^T W_kE E_j      (a) content
+         + E_i^T W_q^T W_kR R_{i-j}   (b) content-dependent position
+         + u^T W_kE E_j               (c) global content bias
+         + v^T W_kR R_{i-j}           (d) global position bias
+
+Transformer-XL already writes ``R_{i-j}``, the book's query-minus-key sign. In
+one head, with ``q_i = W_q E_i``, ``k_j = W_kE E_j`` and ``p_r = W_kR R_r``::
+
+    A_ij = (q_i + u) . k_j  +  (q_i + v) . p_{i-j}
+
+which is how the reference code computes it (XLNet's ``rel_attn_core``: ``u`` is
+``r_w_bias``, ``v`` is ``r_r_bias``), divided by ``sqrt(d)``. DeBERTa's c2p is
+term (b) with a learned, clipped table in place of the sinusoid; its p2c has no
+counterpart here.
+
+``R_r = [sin(r w_0), ..., sin(r w_{D/2-1}), cos(r w_0), ..., cos(r w_{D/2-1})]``
+with ``w_m = 10000^(-2m / D)``: sines first, then cosines, as in the authors'
+code and XLNet (``relpos.sinusoidal_table`` interleaves them instead).
+
+Shapes:
+    b: batch; h: heads; d: head width; i, j: query and key positions
+    r: a distance ``i - j``; D: hidden (the width of R)
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .._checks import check_int, check_int_tensor
+from ..attention import content_to_position
+from .attention import SchemeSelfAttention, relative_distances
+
+
+def sinusoidal_encoding(
+    rel: torch.Tensor, hidden_size: int, *, dtype: torch.dtype | None = None
+) -> torch.Tensor:
+    """Transformer-XL's ``R_r`` for each distance ``r``: sines, then cosines.
+
+    Computed in float64, returned in ``dtype`` (default: torch's default dtype).
+
+    Shapes:
+        rel: ``(*)``
+        output: ``(*, hidden_size)``
+    """
+    rel = check_int_tensor("rel", rel)
+    hidden = check_int("hidden_size", hidden_size, minimum=2)
+    if hidden % 2:
+        raise ValueError(f"hidden_size must be even (sines and cosines), got {hidden}")
+    pairs = torch.arange(0, hidden, 2, dtype=torch.float64, device=rel.device)  # (D/2,)
+    frequency = torch.pow(10000.0, -pairs / hidden)  # (D/2,)
+    angle = rel.double()[..., None] * frequency  # (*, D/2)
+    encoding = torch.cat([torch.sin(angle), torch.cos(angle)], dim=-1)  # (*, D)
+    return encoding.to(dtype or torch.get_default_dtype())
+
+
+def transformer_xl_terms(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    pos_key: torch.Tensor,
+    index: torch.Tensor,
+    content_bias: torch.Tensor,
+    position_bias: torch.Tensor,
+) -> torch.Tensor:
+    """Terms (b) + (c) + (d), unscaled: ``u . k_j + (q_i + v) . pos_key[index[i, j]]``.
+
+    ``pos_key`` holds the projected encodings ``W_kR R_r`` of the distances the
+    pairs need, and ``index[i, j]`` the row of pair ``(i, j)``'s distance. Every
+    query is scored against every row once, then each pair's row is gathered
+    (the job XLNet's ``rel_shift`` does by reshaping).
+
+    Shapes:
+        query: ``(b, h, i, d)``; key: ``(b, h, j, d)``; pos_key: ``(h, r, d)``
+        index: ``(i, j)``; content_bias, position_bias: ``(h, d)``
+        output: ``(b, h, i, j)``
+    """
+    global_content = torch.einsum("hd,bhjd->bhj", content_bias, key)  # (b, h, j)
+    shifted_query = query + position_bias[:, None, :]  # (b, h, i, d)
+    position = content_to_position(shifted_query, pos_key, index)  # (b, h, i, j)
+    return global_content[:, :, None, :] + position  # (b, h, i, j)
+
+
+class TransformerXLSelfAttention(SchemeSelfAttention):
+    """Self-attention with Transformer-XL's relative terms (no segment memory).
+
+    Args:
+        hidden_size, num_heads, dropout: as for ``SchemeSelfAttention``
+            (``hidden_size`` must be even: it is also the width of ``R``).
+
+    Attributes:
+        pos_key_proj: ``W_kR``, a ``Linear(hidden, hidden)`` without bias.
+        content_bias: ``u``, ``(h, d)``; position_bias: ``v``, ``(h, d)`` (std 0.02).
+
+    Shapes:
+        hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
+        output: ``(b, n, hidden)``
+    """
+
+    def __init__(self, hidden_size: int, num_heads: int, dropout: float = 0.0) -> None:
+        super().__init__(hidden_size, num_heads, dropout)
+        if self.hidden_size % 2:
+            raise ValueError(
+                "hidden_size must be even (the width of the sinusoid), "
+                f"got {hidden_size}"
+            )
+        self.pos_key_proj = nn.Linear(self.hidden_size, self.hidden_size, bias=False)
+        shape = (self.num_heads, self.head_size)
+        self.content_bias = nn.Parameter(torch.randn(shape) * 0.02)
+        self.position_bias = nn.Parameter(torch.randn(shape) * 0.02)
+
+    def position_logits(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        query_positions: torch.Tensor,
+        key_positions: torch.Tensor,
+    ) -> torch.Tensor:
+        """``((b) + (c) + (d)) / sqrt(d)`` over the distances that occur, lowest first.
+
+        Shapes:
+            query: ``(b, h, i, d)``; key: ``(b, h, j, d)``
+            output: ``(b, h, i, j)``
+        """
+        rel = relative_distances(query_positions, key_positions)  # (i, j)
+        lowest, highest = int(rel.min()), int(rel.max())
+        distances = torch.arange(lowest, highest + 1, device=rel.device)  # (r,)
+        encoding = sinusoidal_encoding(distances, self.hidden_size, dtype=query.dtype)
+        pos_key = self.split_heads(self.pos_key_proj(encoding))  # (h, r, d)
+        terms = transformer_xl_terms(
+            query, key, pos_key, rel - lowest, self.content_bias, self.position_bias
+        )
+        return terms * self.scale  # (b, h, i, j)
+
+
+__all__ = ["TransformerXLSelfAttention", "sinusoidal_encoding", "transformer_xl_terms"]
