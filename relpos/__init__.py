@@ -33,6 +33,7 @@ from .embedding import (
     sinusoidal_table,
     table_memory_bytes,
 )
+from .encoder import DisentangledEncoder, DisentangledEncoderLayer, EncoderLayer
 from .positions import (
     attention_span,
     delta,
@@ -52,7 +53,10 @@ __version__ = "0.1.0"
 __all__ = [
     "AttentionScores",
     "BACKENDS",
+    "DisentangledEncoder",
+    "DisentangledEncoderLayer",
     "DisentangledSelfAttention",
+    "EncoderLayer",
     "INITS",
     "POS_ATT_TYPES",
     "RelativePositionEmbedding",

@@ -1,4 +1,49 @@
-"""Interoperability with ``transformers``' DeBERTa-v2 attention (an optional dependency)."""
+"""Interoperability with ``transformers``' DeBERTa (an optional dependency).
+
+``DisentangledSelfAttention.from_transformers`` copies a DeBERTa-v2/v3 or a
+DeBERTa (v1) attention layer; ``DisentangledEncoder.from_transformers`` copies a
+DeBERTa-v2/v3 encoder. ``transformers`` is imported only inside these functions.
+
+v1 vs v2/v3. DeBERTa v1 (``transformers.models.deberta``) and v2/v3
+(``transformers.models.deberta_v2``) compute the same attention score,
+``(c2c + c2p + p2c) / sqrt(d * s)``, and both read p2c at the same table row as
+c2p, ``delta(i, j)``. What differs is how the weights are laid out and what
+surrounds the score:
+
+- Content projections. v1 has one fused ``in_proj`` (``3 * hidden`` outputs, no
+  bias) whose rows are interleaved per head (query, key, value of head 0, then of
+  head 1, ...), plus separate ``q_bias`` and ``v_bias`` vectors: its keys have no
+  bias. v2 has three ``Linear`` layers with biases.
+- Position projections. v1 always projects the table with its own ``pos_proj``
+  (for c2p, no bias) and ``pos_q_proj`` (for p2c, with bias). v2 adds
+  ``share_att_key``, which v3 turns on: the content key and query projections
+  are reused for the table.
+- Distances. v1 only clips ``i - j`` to ``[-k, k - 1]`` (a ``2k``-row table, of
+  which each call slices the central ``2 * min(n, k)`` rows, the same rows
+  clipping picks). v2 adds log buckets (``position_buckets``).
+- The table. v2 can put it through a LayerNorm before use
+  (``norm_rel_ebd="layer_norm"``, as v3 does); v1 uses it as it is.
+- Scale. v1 divides the queries (and p2c's position queries) by ``sqrt(d * s)``
+  before the products instead of dividing the scores: the same numbers up to
+  rounding. Its ``s`` is ``1 + len(pos_att_type)``, counting every entry of the
+  list; v2 counts only ``c2p`` and ``p2c``.
+- Extras. v1 can mix heads before and after the softmax ("talking heads",
+  ``head_logits_proj`` and ``head_weights_proj``); v2 cannot. v2 can add a
+  convolution after the first layer (``conv_kernel_size``); v1 cannot. v1's
+  LayerNorm normalises in float32 whatever the model's dtype; v2 uses torch's.
+
+What relpos does with v1: without talking heads its attention is relpos's with
+``share_att_key=False`` and no buckets, and ``from_transformers`` converts it
+exactly: ``in_proj`` is split into the query, key and value weights, ``q_bias``
+and ``v_bias`` become the query and value biases (the key bias is zero),
+``pos_proj`` becomes ``pos_key_proj`` with a zero bias and ``pos_q_proj``
+becomes ``pos_query_proj``. Talking heads, and a ``pos_att_type`` with entries
+that relpos would count differently in ``s``, are refused.
+
+Both versions apply dropout to the table inside each attention layer
+(``pos_dropout``, with ``hidden_dropout_prob``). relpos's attention takes the
+table as given; ``DisentangledEncoder`` applies that dropout, once per layer.
+"""
 
 from __future__ import annotations
 
@@ -7,41 +52,71 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
+from .attention import POS_ATT_TYPES
+
 if TYPE_CHECKING:  # pragma: no cover
     from .attention import DisentangledSelfAttention
+    from .encoder import DisentangledEncoder
 
 _WEIGHTS = ("query_proj", "key_proj", "value_proj", "pos_key_proj", "pos_query_proj")
+# transformers' names for the exact (erf) GELU that relpos uses.
+_GELU_NAMES = ("gelu", "gelu_python")
+_NORM_REL_EBD = ("layer_norm", "none")
 
 
-def _reference_class() -> type:
+def _transformers_module(version: str):
+    """``transformers``' modeling module of DeBERTa ``"v1"`` or ``"v2"``."""
     try:
-        from transformers.models.deberta_v2.modeling_deberta_v2 import DisentangledSelfAttention
+        if version == "v1":
+            from transformers.models.deberta import modeling_deberta as modeling
+        else:
+            from transformers.models.deberta_v2 import modeling_deberta_v2 as modeling
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
             "from_transformers needs the optional dependency transformers: "
             "pip install 'relpos[interop]'"
         ) from exc
-    return DisentangledSelfAttention
+    return modeling
+
+
+def _reference_class() -> type:
+    """``transformers``' DeBERTa-v2 ``DisentangledSelfAttention``."""
+    return _transformers_module("v2").DisentangledSelfAttention
+
+
+# -- attention -----------------------------------------------------------------------
 
 
 def from_transformers(
-    cls: type["DisentangledSelfAttention"], module: nn.Module, *, backend: str = "gather"
+    cls: type["DisentangledSelfAttention"],
+    module: nn.Module,
+    *,
+    backend: str = "gather",
 ) -> "DisentangledSelfAttention":
-    """Copy a ``transformers`` DeBERTa-v2 ``DisentangledSelfAttention`` into ``cls``.
+    """Copy a ``transformers`` DeBERTa (v2/v3 or v1) attention layer into ``cls``.
 
     The configuration (heads, span, buckets, position terms, shared keys, dropout)
     is read from the module itself; the weights are copied, not shared. The new
-    module lives on the same device and dtype as ``module``.
+    module lives on the same device and dtype as ``module`` and has its
+    train/eval mode. For v1 see the module docstring.
 
     Shapes:
         (copies weights; no tensors in or out)
     """
-    reference = _reference_class()
-    if not isinstance(module, reference):
-        raise TypeError(
-            "module must be a transformers DeBERTa-v2 DisentangledSelfAttention, "
-            f"got {type(module).__name__}"
-        )
+    v2 = _transformers_module("v2").DisentangledSelfAttention
+    v1 = _transformers_module("v1").DisentangledSelfAttention
+    if isinstance(module, v2):
+        return _from_v2(cls, module, backend=backend)
+    if isinstance(module, v1):
+        return _from_v1(cls, module, backend=backend)
+    raise TypeError(
+        "module must be a transformers DeBERTa-v2 or DeBERTa (v1) "
+        f"DisentangledSelfAttention, got {type(module).__name__}"
+    )
+
+
+def _check_v2_attention(module: nn.Module) -> None:
+    """Refuse a v2 attention configuration that relpos does not implement."""
     if not getattr(module, "relative_attention", False):
         raise ValueError(
             "module must use relative attention (config.relative_attention=True); "
@@ -50,12 +125,18 @@ def from_transformers(
     hidden_size = module.query_proj.in_features
     if module.all_head_size != hidden_size:
         raise ValueError(
-            "module must have attention_head_size * num_attention_heads == hidden_size, "
-            f"got {module.all_head_size} != {hidden_size}"
+            "module must have attention_head_size * num_attention_heads == hidden_size "
+            f"(config.attention_head_size), got {module.all_head_size} != {hidden_size}"
         )
+
+
+def _from_v2(
+    cls: type["DisentangledSelfAttention"], module: nn.Module, *, backend: str
+) -> "DisentangledSelfAttention":
+    _check_v2_attention(module)
     weight = module.query_proj.weight
     ours = cls(
-        hidden_size=hidden_size,
+        hidden_size=module.query_proj.in_features,
         num_heads=module.num_attention_heads,
         max_relative_positions=module.max_relative_positions,
         position_buckets=module.position_buckets,
@@ -64,12 +145,170 @@ def from_transformers(
         dropout=module.dropout.p,
         backend=backend,
     ).to(device=weight.device, dtype=weight.dtype)
+    _copy_v2_attention(ours, module)
+    return ours.train(module.training)
+
+
+def _copy_v2_attention(ours: nn.Module, module: nn.Module) -> None:
+    """Copy the projections of a v2 attention into ``ours`` (same configuration)."""
     with torch.no_grad():
         for name in _WEIGHTS:
             if hasattr(ours, name):
                 getattr(ours, name).load_state_dict(getattr(module, name).state_dict())
-    ours.train(module.training)
-    return ours
 
 
-__all__ = ["from_transformers"]
+def _from_v1(
+    cls: type["DisentangledSelfAttention"], module: nn.Module, *, backend: str
+) -> "DisentangledSelfAttention":
+    """A v1 attention as relpos's with ``share_att_key=False`` and no buckets."""
+    if not getattr(module, "relative_attention", False):
+        raise ValueError(
+            "module must use relative attention (config.relative_attention=True); "
+            "this one has no relative-position terms to copy"
+        )
+    if module.talking_head or module.head_logits_proj is not None:
+        raise ValueError(
+            "module uses talking heads (config.talking_head=True: head_logits_proj "
+            "and head_weights_proj mix the heads around the softmax); relpos has no "
+            "such step"
+        )
+    pos_att_type = list(module.pos_att_type)
+    if len(set(pos_att_type)) != len(pos_att_type) or not set(pos_att_type) <= set(
+        POS_ATT_TYPES
+    ):
+        raise ValueError(
+            f"module has pos_att_type={pos_att_type!r}; DeBERTa v1 divides by "
+            "sqrt(d * (1 + len(pos_att_type))), so relpos converts only lists of "
+            f"distinct entries from {POS_ATT_TYPES}"
+        )
+    heads, head_size = module.num_attention_heads, module.attention_head_size
+    hidden_size = module.in_proj.in_features
+    if heads * head_size != hidden_size:
+        raise ValueError(
+            "module must have attention_head_size * num_attention_heads == "
+            f"hidden_size, got {heads * head_size} != {hidden_size}"
+        )
+    weight = module.in_proj.weight  # (h * 3 * d, hidden)
+    ours = cls(
+        hidden_size=hidden_size,
+        num_heads=heads,
+        max_relative_positions=module.max_relative_positions,
+        position_buckets=-1,
+        pos_att_type=tuple(pos_att_type),
+        share_att_key=False,
+        dropout=module.dropout.p,
+        backend=backend,
+    ).to(device=weight.device, dtype=weight.dtype)
+    # in_proj's rows run head by head, each head holding its query, key and value rows.
+    per_head = weight.unflatten(0, (heads, 3, head_size))  # (h, 3, d, hidden)
+    query, key, value = per_head.unbind(1)  # (h, d, hidden) each
+    with torch.no_grad():
+        ours.query_proj.weight.copy_(query.flatten(0, 1))  # (hidden, hidden)
+        ours.query_proj.bias.copy_(module.q_bias)
+        ours.key_proj.weight.copy_(key.flatten(0, 1))  # (hidden, hidden)
+        ours.key_proj.bias.zero_()
+        ours.value_proj.weight.copy_(value.flatten(0, 1))  # (hidden, hidden)
+        ours.value_proj.bias.copy_(module.v_bias)
+        if "c2p" in ours.pos_att_type:
+            ours.pos_key_proj.weight.copy_(module.pos_proj.weight)
+            ours.pos_key_proj.bias.zero_()
+        if "p2c" in ours.pos_att_type:
+            ours.pos_query_proj.load_state_dict(module.pos_q_proj.state_dict())
+    return ours.train(module.training)
+
+
+# -- encoder -------------------------------------------------------------------------
+
+
+def encoder_from_transformers(
+    cls: type["DisentangledEncoder"], module: nn.Module, *, backend: str = "gather"
+) -> "DisentangledEncoder":
+    """Copy a ``transformers`` ``DebertaV2Encoder`` (or a model's) into ``cls``.
+
+    Refused with a ``ValueError`` naming the setting: ``relative_attention=False``,
+    ``conv_kernel_size > 0``, a ``norm_rel_ebd`` other than ``"layer_norm"`` or
+    ``"none"``, a ``hidden_act`` other than the exact GELU, an
+    ``attention_head_size`` that does not multiply out to ``hidden_size``, no
+    layers. A v1 ``DebertaEncoder`` is a ``TypeError`` (convert its attention
+    layers one by one).
+
+    Shapes:
+        (copies weights; no tensors in or out)
+    """
+    modeling = _transformers_module("v2")
+    if isinstance(module, modeling.DebertaV2Model):
+        module = module.encoder
+    if not isinstance(module, modeling.DebertaV2Encoder):
+        raise TypeError(
+            "module must be a transformers DebertaV2Encoder or DebertaV2Model, "
+            f"got {type(module).__name__}"
+        )
+    if not module.relative_attention:
+        raise ValueError(
+            "module has relative_attention=False: no relative-position table to copy"
+        )
+    if module.conv is not None:
+        raise ValueError(
+            "module has conv_kernel_size > 0 (a ConvLayer after the first layer); "
+            "relpos has no such layer"
+        )
+    unknown = [entry for entry in module.norm_rel_ebd if entry not in _NORM_REL_EBD]
+    if unknown:
+        raise ValueError(
+            f"module has norm_rel_ebd entries {unknown}; relpos implements "
+            f"{' and '.join(repr(x) for x in _NORM_REL_EBD)} only"
+        )
+    if len(module.layer) == 0:
+        raise ValueError(
+            "module has num_hidden_layers=0; relpos needs at least one layer"
+        )
+    first = module.layer[0]
+    hidden_act = first.output.config.hidden_act
+    if not isinstance(hidden_act, str) or hidden_act not in _GELU_NAMES:
+        raise ValueError(
+            f"module has hidden_act={hidden_act!r}; relpos implements the exact GELU "
+            f"only ({' or '.join(repr(x) for x in _GELU_NAMES)})"
+        )
+    attention = first.attention.self
+    _check_v2_attention(attention)
+    weight = module.rel_embeddings.weight
+    ours = cls(
+        len(module.layer),
+        attention.query_proj.in_features,
+        attention.num_attention_heads,
+        first.intermediate.dense.out_features,
+        max_relative_positions=attention.max_relative_positions,
+        position_buckets=attention.position_buckets,
+        pos_att_type=tuple(attention.pos_att_type),
+        share_att_key=attention.share_att_key,
+        dropout=first.output.dropout.p,
+        attention_dropout=attention.dropout.p,
+        layer_norm_eps=first.output.LayerNorm.eps,
+        norm_rel_ebd="layer_norm" in module.norm_rel_ebd,
+        backend=backend,
+    ).to(device=weight.device, dtype=weight.dtype)
+    if ours.table.weight.shape != weight.shape:
+        raise ValueError(
+            f"module has a table of shape {tuple(weight.shape)} but its attention's "
+            f"span needs {tuple(ours.table.weight.shape)} (max_relative_positions, "
+            "position_buckets)"
+        )
+    with torch.no_grad():
+        ours.table.weight.copy_(weight)
+        if ours.table_norm is not None:
+            ours.table_norm.load_state_dict(module.LayerNorm.state_dict())
+        for mine, theirs in zip(ours.layers, module.layer):
+            _copy_v2_attention(mine.attention, theirs.attention.self)
+            pairs = (
+                (mine.attention_output, theirs.attention.output.dense),
+                (mine.attention_norm, theirs.attention.output.LayerNorm),
+                (mine.intermediate, theirs.intermediate.dense),
+                (mine.output, theirs.output.dense),
+                (mine.output_norm, theirs.output.LayerNorm),
+            )
+            for target, source in pairs:
+                target.load_state_dict(source.state_dict())
+    return ours.train(module.training)
+
+
+__all__ = ["from_transformers", "encoder_from_transformers"]

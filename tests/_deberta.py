@@ -1,4 +1,4 @@
-"""Test helpers: the ``transformers`` DeBERTa-v2 reference, padding masks and random inputs.
+"""Test helpers: ``transformers`` DeBERTa references, padding masks, random inputs.
 
 Not a test module (the leading underscore keeps pytest from collecting it).
 """
@@ -6,7 +6,14 @@ Not a test module (the leading underscore keeps pytest from collecting it).
 from __future__ import annotations
 
 import torch
-from transformers import DebertaV2Config
+from transformers import DebertaConfig, DebertaV2Config
+from transformers.models.deberta.modeling_deberta import (
+    DisentangledSelfAttention as ReferenceV1Attention,
+)
+from transformers.models.deberta.modeling_deberta import (
+    build_relative_position as build_v1_relative_position,
+)
+from transformers.models.deberta_v2.modeling_deberta_v2 import DebertaV2Encoder
 from transformers.models.deberta_v2.modeling_deberta_v2 import (
     DisentangledSelfAttention as ReferenceAttention,
 )
@@ -123,3 +130,117 @@ def with_backend(
     clone = clone.to(module.query_proj.weight.dtype)
     clone.load_state_dict(module.state_dict())
     return clone.train(module.training)
+
+
+# -- whole encoders (DeBERTa-v2/v3) ---------------------------------------------------
+
+
+def reference_encoder(
+    *,
+    layers: int = 2,
+    hidden: int = 32,
+    heads: int = 4,
+    intermediate: int = 64,
+    max_relative_positions: int = 8,
+    position_buckets: int = -1,
+    pos_att_type: tuple[str, ...] = ("c2p", "p2c"),
+    share_att_key: bool = True,
+    norm_rel_ebd: str = "layer_norm",
+    dropout: float = 0.0,
+    attention_dropout: float = 0.0,
+    dtype: torch.dtype = torch.float32,
+    seed: int = 0,
+    **config: object,
+) -> DebertaV2Encoder:
+    """A ``transformers`` DebertaV2Encoder with seeded random weights, in eval mode.
+
+    The LayerNorm weights and biases are moved off 1 and 0, so that a LayerNorm
+    copied wrongly (or not at all) shows in the output. Extra keywords go to the
+    DebertaV2Config (for settings relpos refuses).
+    """
+    torch.manual_seed(seed)
+    settings = dict(
+        hidden_size=hidden,
+        num_attention_heads=heads,
+        intermediate_size=intermediate,
+        num_hidden_layers=layers,
+        relative_attention=True,
+        max_relative_positions=max_relative_positions,
+        position_buckets=position_buckets,
+        pos_att_type=list(pos_att_type),
+        share_att_key=share_att_key,
+        norm_rel_ebd=norm_rel_ebd,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=attention_dropout,
+    )
+    settings.update(config)
+    ref = DebertaV2Encoder(DebertaV2Config(**settings))
+    with torch.no_grad():
+        for name, param in ref.named_parameters():
+            if "LayerNorm" in name:
+                param.add_(0.2 * torch.randn_like(param))
+    return ref.to(dtype).eval()
+
+
+def reference_encoder_forward(
+    ref: torch.nn.Module, x: torch.Tensor, mask: torch.Tensor
+) -> torch.Tensor:
+    """The reference encoder's last hidden state (it builds its own pairwise mask).
+
+    Shapes:
+        x: (b, n, hidden); mask: (b, n)
+        output: (b, n, hidden)
+    """
+    return ref(x, mask, output_hidden_states=False).last_hidden_state
+
+
+# -- DeBERTa v1 attention ------------------------------------------------------------
+
+
+def reference_v1_attention(
+    *,
+    hidden: int = 32,
+    heads: int = 4,
+    max_relative_positions: int = 8,
+    pos_att_type: tuple[str, ...] = ("c2p", "p2c"),
+    talking_head: bool = False,
+    relative_attention: bool = True,
+    dtype: torch.dtype = torch.float32,
+    seed: int = 0,
+) -> ReferenceV1Attention:
+    """A ``transformers`` DeBERTa (v1) attention layer, random weights, eval mode.
+
+    ``q_bias`` and ``v_bias`` (zeros when built) are filled with random values so
+    that the conversion of the biases is tested.
+    """
+    torch.manual_seed(seed)
+    config = DebertaConfig(
+        hidden_size=hidden,
+        num_attention_heads=heads,
+        relative_attention=relative_attention,
+        max_relative_positions=max_relative_positions,
+        pos_att_type=list(pos_att_type),
+        talking_head=talking_head,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
+    ref = ReferenceV1Attention(config)
+    with torch.no_grad():
+        ref.q_bias.normal_()
+        ref.v_bias.normal_()
+    return ref.to(dtype).eval()
+
+
+def reference_v1_forward(
+    ref: ReferenceV1Attention, x: torch.Tensor, table: torch.Tensor, mask: torch.Tensor
+) -> torch.Tensor:
+    """Run the v1 reference with the pairwise mask and relative positions it expects.
+
+    Shapes:
+        x: (b, n, hidden); table: (2 * max_relative_positions, hidden); mask: (b, n)
+        output: (b, n, hidden)
+    """
+    rel = build_v1_relative_position(x, x)  # (1, i, j)
+    pair_mask = mask[:, None, None, :] * mask[:, None, :, None]  # (b, 1, i, j)
+    with torch.no_grad():
+        return ref(x, pair_mask, relative_pos=rel, rel_embeddings=table)[0]

@@ -1,0 +1,418 @@
+"""A whole encoder: DeBERTa's post-LayerNorm blocks around disentangled attention.
+
+One block (``EncoderLayer``) is the BERT/DeBERTa layer, with any self-attention
+inside it::
+
+    a = LayerNorm(x + dropout(W_o attention(x)))               attention sub-layer
+    y = LayerNorm(a + dropout(W_2 GELU(W_1 a)))                feed-forward sub-layer
+
+``DisentangledEncoder`` stacks such blocks around ``DisentangledSelfAttention``
+and owns the one relative-position table that every layer reads, exactly as
+``transformers``' ``DebertaV2Encoder`` does: the table goes through a LayerNorm
+(``norm_rel_ebd``) once per forward, and each layer sees its own dropout of it.
+
+Shape legend:
+    b  batch      n  sequence length      hidden  model width
+    f  feed-forward width (intermediate_size)     r  table row, 0 <= r < 2 * span
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import torch
+from torch import nn
+
+from ._checks import check_int
+from .attention import DisentangledSelfAttention
+from .embedding import RelativePositionEmbedding
+
+
+def _check_rate(name: str, value: object) -> float:
+    """A dropout probability: a float in ``[0, 1)``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a float in [0, 1), got {type(value).__name__}")
+    if not 0.0 <= float(value) < 1.0:
+        raise ValueError(f"{name} must be a float in [0, 1), got {value!r}")
+    return float(value)
+
+
+def _check_eps(value: object) -> float:
+    """A LayerNorm epsilon: a float > 0."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"layer_norm_eps must be a float > 0, got {type(value).__name__}"
+        )
+    if not float(value) > 0.0:
+        raise ValueError(f"layer_norm_eps must be a float > 0, got {value!r}")
+    return float(value)
+
+
+def _check_hidden_states(hidden_states: object, hidden_size: int) -> torch.Tensor:
+    """A floating-point ``(b, n, hidden)`` tensor."""
+    is_tensor = isinstance(hidden_states, torch.Tensor)
+    if not is_tensor or not hidden_states.is_floating_point():
+        raise TypeError(
+            "hidden_states must be a floating-point tensor of shape (b, n, hidden), "
+            f"got {type(hidden_states).__name__}"
+        )
+    if hidden_states.dim() != 3 or hidden_states.shape[-1] != hidden_size:
+        raise ValueError(
+            f"hidden_states must have shape (b, n, {hidden_size}), "
+            f"got {tuple(hidden_states.shape)}"
+        )
+    return hidden_states
+
+
+def _check_mask(attention_mask: object, hidden_states: torch.Tensor) -> None:
+    """``None`` or a ``(b, n)`` tensor, 1 for a token and 0 for padding."""
+    if attention_mask is None:
+        return
+    b, n, _ = hidden_states.shape
+    if not isinstance(attention_mask, torch.Tensor):
+        raise TypeError(
+            f"attention_mask must be a tensor of shape (b, n) = {(b, n)} or None, "
+            f"got {type(attention_mask).__name__}"
+        )
+    if tuple(attention_mask.shape) != (b, n):
+        raise ValueError(
+            f"attention_mask must have shape (b, n) = {(b, n)}, "
+            f"got {tuple(attention_mask.shape)}"
+        )
+
+
+class EncoderLayer(nn.Module):
+    """The post-LayerNorm block of BERT and DeBERTa, around any self-attention.
+
+    ``attention`` is any module whose ``forward(hidden_states, attention_mask=None,
+    **kwargs)`` returns the context ``(b, n, hidden)`` *before* an output
+    projection (as ``DisentangledSelfAttention`` does); this layer adds the
+    output projection and everything after it::
+
+        context = attention(x, attention_mask=attention_mask, **attention_kwargs)
+        a = attention_norm(x + dropout(attention_output(context)))
+        y = output_norm(a + dropout(output(GELU(intermediate(a)))))
+
+    Keyword arguments given to ``forward`` beyond the mask go to the attention
+    unchanged, so a scheme that needs extra input (a table, a bias, rotation
+    angles) takes it there. GELU is the exact (erf) GELU that DeBERTa uses.
+    The attention's own dropout (on its probabilities) is the attention's
+    business; ``dropout`` here is DeBERTa's ``hidden_dropout_prob``, applied
+    after the output projection and after the second feed-forward Linear.
+
+    Args:
+        attention: the self-attention module.
+        hidden_size: model width; the attention must return this width.
+        intermediate_size: width of the feed-forward sub-layer.
+        dropout: dropout on both sub-layer outputs before the residual sum.
+        layer_norm_eps: epsilon of both LayerNorms (DeBERTa uses 1e-7).
+
+    Shapes:
+        hidden_states: ``(b, n, hidden)``
+        attention_mask: ``(b, n)``, 1 for a token and 0 for padding
+        output: ``(b, n, hidden)``
+    """
+
+    def __init__(
+        self,
+        attention: nn.Module,
+        hidden_size: int,
+        intermediate_size: int,
+        *,
+        dropout: float = 0.0,
+        layer_norm_eps: float = 1e-7,
+    ) -> None:
+        super().__init__()
+        if not isinstance(attention, nn.Module):
+            raise TypeError(
+                "attention must be an nn.Module whose forward(hidden_states, "
+                f"attention_mask=None, **kwargs) returns (b, n, hidden), "
+                f"got {type(attention).__name__}"
+            )
+        self.hidden_size = check_int("hidden_size", hidden_size, minimum=1)
+        self.intermediate_size = check_int(
+            "intermediate_size", intermediate_size, minimum=1
+        )
+        own_width = getattr(attention, "hidden_size", hidden_size)
+        if own_width != hidden_size:
+            raise ValueError(
+                f"attention has hidden_size={own_width} but hidden_size={hidden_size}; "
+                "they must be equal"
+            )
+        self.dropout_p = _check_rate("dropout", dropout)
+        self.layer_norm_eps = _check_eps(layer_norm_eps)
+
+        self.attention = attention
+        self.attention_output = nn.Linear(hidden_size, hidden_size)
+        self.attention_norm = nn.LayerNorm(hidden_size, eps=self.layer_norm_eps)
+        self.intermediate = nn.Linear(hidden_size, intermediate_size)
+        self.activation = nn.GELU()
+        self.output = nn.Linear(intermediate_size, hidden_size)
+        self.output_norm = nn.LayerNorm(hidden_size, eps=self.layer_norm_eps)
+        self.dropout = nn.Dropout(self.dropout_p)
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        **attention_kwargs: Any,
+    ) -> torch.Tensor:
+        """Attention, then feed-forward, each with a residual sum and a LayerNorm.
+
+        Shapes:
+            hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
+            output: ``(b, n, hidden)``
+        """
+        _check_hidden_states(hidden_states, self.hidden_size)
+        context = self.attention(
+            hidden_states, attention_mask=attention_mask, **attention_kwargs
+        )  # (b, n, hidden)
+        if not isinstance(context, torch.Tensor):
+            raise TypeError(
+                "attention must return one tensor shaped like hidden_states "
+                f"{tuple(hidden_states.shape)}, got {type(context).__name__}"
+            )
+        if context.shape != hidden_states.shape:
+            raise ValueError(
+                "attention must return a context shaped like hidden_states "
+                f"{tuple(hidden_states.shape)}, got {tuple(context.shape)}"
+            )
+        attended = self.attention_norm(
+            hidden_states + self.dropout(self.attention_output(context))
+        )  # (b, n, hidden)
+        inner = self.activation(self.intermediate(attended))  # (b, n, f)
+        out = self.output_norm(attended + self.dropout(self.output(inner)))
+        return out  # (b, n, hidden)
+
+    def extra_repr(self) -> str:
+        return (
+            f"hidden_size={self.hidden_size}, "
+            f"intermediate_size={self.intermediate_size}, "
+            f"dropout={self.dropout_p}, layer_norm_eps={self.layer_norm_eps}"
+        )
+
+
+class DisentangledEncoderLayer(EncoderLayer):
+    """An ``EncoderLayer`` whose attention is ``DisentangledSelfAttention``.
+
+    Args:
+        hidden_size, num_heads, max_relative_positions, position_buckets,
+        pos_att_type, share_att_key, backend: as for ``DisentangledSelfAttention``.
+        intermediate_size, dropout, layer_norm_eps: as for ``EncoderLayer``.
+        attention_dropout: dropout on the attention probabilities
+            (``attention_probs_dropout_prob``); ``None`` means ``dropout``.
+
+    This layer does not drop out the table it is given: ``DisentangledEncoder``
+    does that, once per layer, before calling the layer.
+
+    Shapes:
+        hidden_states: ``(b, n, hidden)``
+        rel_embeddings: ``(2 * span, hidden)``, the table shared by all layers
+        attention_mask: ``(b, n)``, 1 for a token and 0 for padding
+        output: ``(b, n, hidden)``
+    """
+
+    attention: DisentangledSelfAttention
+
+    def __init__(
+        self,
+        hidden_size: int,
+        num_heads: int,
+        intermediate_size: int,
+        *,
+        max_relative_positions: int = 512,
+        position_buckets: int = -1,
+        pos_att_type: tuple[str, ...] | list[str] = ("c2p", "p2c"),
+        share_att_key: bool = True,
+        dropout: float = 0.0,
+        attention_dropout: float | None = None,
+        layer_norm_eps: float = 1e-7,
+        backend: str = "gather",
+    ) -> None:
+        dropout = _check_rate("dropout", dropout)
+        if attention_dropout is None:
+            attention_dropout = dropout
+        attention = DisentangledSelfAttention(
+            hidden_size,
+            num_heads,
+            max_relative_positions=max_relative_positions,
+            position_buckets=position_buckets,
+            pos_att_type=pos_att_type,
+            share_att_key=share_att_key,
+            dropout=_check_rate("attention_dropout", attention_dropout),
+            backend=backend,
+        )
+        super().__init__(
+            attention,
+            hidden_size,
+            intermediate_size,
+            dropout=dropout,
+            layer_norm_eps=layer_norm_eps,
+        )
+
+    def forward(  # type: ignore[override]
+        self,
+        hidden_states: torch.Tensor,
+        rel_embeddings: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """One DeBERTa layer over ``hidden_states`` with the table ``rel_embeddings``.
+
+        Shapes:
+            hidden_states: ``(b, n, hidden)``; rel_embeddings: ``(2 * span, hidden)``
+            attention_mask: ``(b, n)``
+            output: ``(b, n, hidden)``
+        """
+        return super().forward(
+            hidden_states, attention_mask, rel_embeddings=rel_embeddings
+        )
+
+
+class DisentangledEncoder(nn.Module):
+    """DeBERTa's encoder: ``num_layers`` disentangled layers over one shared table.
+
+    Equal to ``transformers``' ``DebertaV2Encoder`` (without its optional
+    convolution) on every non-padded position; ``from_transformers`` copies one.
+
+    Args:
+        num_layers: number of ``DisentangledEncoderLayer`` blocks.
+        norm_rel_ebd: put the table through a LayerNorm before use
+            (DeBERTa-v2/v3's ``norm_rel_ebd="layer_norm"``).
+        dropout: ``hidden_dropout_prob``: on both sub-layer outputs of every
+            layer and on the table (see below).
+        attention_dropout: ``attention_probs_dropout_prob``; ``None`` means
+            ``dropout``.
+        other arguments: as for ``DisentangledEncoderLayer``.
+
+    Attributes:
+        table: the ``RelativePositionEmbedding`` whose ``weight`` is the shared
+            ``(2 * span, hidden)`` table (``span`` is ``position_buckets`` with log
+            buckets). Only ``table.weight`` is used; the table's own ``forward``
+            (the literal per-pair lookup) knows clipping but not buckets.
+        table_norm: the table's LayerNorm, or ``None`` without ``norm_rel_ebd``.
+        table_dropout: dropout with probability ``dropout`` on the table.
+        layers: the ``DisentangledEncoderLayer`` blocks.
+
+    Where the table dropout sits: ``forward`` computes ``rel_embeddings()``
+    (the LayerNorm-ed table) once, then hands each layer
+    ``table_dropout(rel_embeddings())`` -- a fresh dropout mask per layer, in
+    training only. ``transformers`` does the same thing from inside each
+    layer's attention (``DisentangledSelfAttention.pos_dropout``, applied to the
+    table as the first step of its relative-position branch). Both orders draw
+    the random numbers in the same sequence, so with equal seeds the
+    ``naive`` backend reproduces ``transformers`` even in training.
+
+    Shapes:
+        hidden_states: ``(b, n, hidden)``
+        attention_mask: ``(b, n)``, 1 for a token and 0 for padding
+        output: ``(b, n, hidden)``; outputs at padded positions are finite but
+            carry no meaning
+    """
+
+    def __init__(
+        self,
+        num_layers: int,
+        hidden_size: int,
+        num_heads: int,
+        intermediate_size: int,
+        *,
+        max_relative_positions: int = 512,
+        position_buckets: int = -1,
+        pos_att_type: tuple[str, ...] | list[str] = ("c2p", "p2c"),
+        share_att_key: bool = True,
+        dropout: float = 0.0,
+        attention_dropout: float | None = None,
+        layer_norm_eps: float = 1e-7,
+        norm_rel_ebd: bool = True,
+        backend: str = "gather",
+    ) -> None:
+        super().__init__()
+        self.num_layers = check_int("num_layers", num_layers, minimum=1)
+        if not isinstance(norm_rel_ebd, bool):
+            raise TypeError(
+                f"norm_rel_ebd must be a bool, got {type(norm_rel_ebd).__name__}"
+            )
+        self.layers = nn.ModuleList(
+            DisentangledEncoderLayer(
+                hidden_size,
+                num_heads,
+                intermediate_size,
+                max_relative_positions=max_relative_positions,
+                position_buckets=position_buckets,
+                pos_att_type=pos_att_type,
+                share_att_key=share_att_key,
+                dropout=dropout,
+                attention_dropout=attention_dropout,
+                layer_norm_eps=layer_norm_eps,
+                backend=backend,
+            )
+            for _ in range(self.num_layers)
+        )
+        first: DisentangledSelfAttention = self.layers[0].attention
+        self.hidden_size = first.hidden_size
+        self.span = first.span
+        self.table = RelativePositionEmbedding(self.span, self.hidden_size)
+        self.table_norm = (
+            nn.LayerNorm(self.hidden_size, eps=layer_norm_eps) if norm_rel_ebd else None
+        )
+        self.table_dropout = nn.Dropout(self.layers[0].dropout_p)
+
+    @property
+    def norm_rel_ebd(self) -> bool:
+        """Whether the table goes through ``table_norm`` before use."""
+        return self.table_norm is not None
+
+    def rel_embeddings(self) -> torch.Tensor:
+        """The table every layer reads, before dropout: ``table_norm(table.weight)``.
+
+        (``transformers``' ``DebertaV2Encoder.get_rel_embedding``.)
+
+        Shapes:
+            output: ``(2 * span, hidden)``
+        """
+        weight = self.table.weight  # (r, hidden)
+        return weight if self.table_norm is None else self.table_norm(weight)
+
+    def forward(
+        self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Run every layer in turn; each gets its own dropout of the shared table.
+
+        Shapes:
+            hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
+            output: ``(b, n, hidden)``
+        """
+        _check_hidden_states(hidden_states, self.hidden_size)
+        _check_mask(attention_mask, hidden_states)
+        table = self.rel_embeddings()  # (r, hidden)
+        for layer in self.layers:
+            hidden_states = layer(
+                hidden_states, self.table_dropout(table), attention_mask
+            )  # (b, n, hidden)
+        return hidden_states
+
+    @classmethod
+    def from_transformers(
+        cls, module: nn.Module, *, backend: str = "gather"
+    ) -> "DisentangledEncoder":
+        """An encoder with the configuration and weights of a ``transformers`` one.
+
+        ``module`` is a ``transformers`` ``DebertaV2Encoder`` or a
+        ``DebertaV2Model`` (its ``.encoder`` is copied; the embeddings are not).
+        Weights are copied, not shared; the result has the module's device,
+        dtype and train/eval mode. Settings relpos does not implement raise a
+        ``ValueError`` naming the setting (see ``relpos.interop``).
+
+        Shapes:
+            (copies weights; no tensors in or out)
+        """
+        from .interop import encoder_from_transformers
+
+        return encoder_from_transformers(cls, module, backend=backend)
+
+    def extra_repr(self) -> str:
+        return f"num_layers={self.num_layers}, span={self.span}"
+
+
+__all__ = ["EncoderLayer", "DisentangledEncoderLayer", "DisentangledEncoder"]
