@@ -221,29 +221,59 @@ def log_buckets(bucket_size: int, max_position: int, max_distance: int | None = 
     return fig
 
 
-def benchmark(results: dict[str, Any] | str | Path) -> Figure:
+def benchmark(
+    results: dict[str, Any] | str | Path, *, roofline: bool = False
+) -> Figure:
     """Forward time and peak memory against sequence length, one line per backend, log axes.
 
     ``results`` is the JSON written by ``python -m relpos.bench`` (or its path).
-    Only measurements with status ``"ok"`` are drawn.
+    Only measurements with status ``"ok"`` are drawn. With ``roofline=True`` a
+    third panel draws each backend's fraction of the roofline (its forward FLOP
+    over its time over the machine's matmul throughput; 1 is matmul speed),
+    which needs results that carry the throughput (schema 2).
 
     Shapes:
         axes[0]: time (s) against n; axes[1]: peak memory (MiB) against n
+        axes[2] (``roofline=True``): fraction of the roofline against n
     """
+    from .bench.roofline import roofline as roofline_rows
+
     if isinstance(results, (str, Path)):
         results = json.loads(Path(results).read_text())
     if not isinstance(results, dict) or "results" not in results:
         raise ValueError("results must be the benchmark's JSON (a dict with a 'results' list) or its path")
+    if not isinstance(roofline, bool):
+        raise TypeError(
+            f"roofline must be a bool, got {type(roofline).__name__} {roofline!r}"
+        )
+    fractions = {}
+    if roofline:
+        if not (results.get("machine") or {}).get("matmul"):
+            raise ValueError(
+                "roofline=True needs results with a measured matmul throughput "
+                "(machine.matmul, schema 2); these have none: use roofline=False"
+            )
+        for entry in roofline_rows(results):
+            fractions[(entry["backend"], entry["n"])] = entry["fraction"]
     rows = [r for r in results["results"] if r.get("status") == "ok"]
-    backends = sorted({r["backend"] for r in rows}, key=lambda b: ("transformers", "naive", "gather", "flex").index(b) if b in ("transformers", "naive", "gather", "flex") else 9)
-    fig = Figure(figsize=(11, 4.2))
-    ax_time, ax_mem = fig.subplots(1, 2)
+    order = ("transformers", "naive", "gather", "flex")
+    backends = sorted(
+        {r["backend"] for r in rows}, key=lambda b: order.index(b) if b in order else 9
+    )
+    fig = Figure(figsize=(16, 4.2) if roofline else (11, 4.2))
+    axes = fig.subplots(1, 3 if roofline else 2)
+    ax_time, ax_mem = axes[0], axes[1]
     for backend in backends:
         mine = sorted((r for r in rows if r["backend"] == backend), key=lambda r: r["n"])
         timed = [r for r in mine if r.get("forward_s") is not None]
         sized = [r for r in mine if r.get("peak_bytes") is not None]
         ax_time.plot([r["n"] for r in timed], [r["forward_s"] for r in timed], marker="o", label=backend)
         ax_mem.plot([r["n"] for r in sized], [r["peak_bytes"] / 2**20 for r in sized], marker="o", label=backend)
+        if roofline:
+            reached = [(r["n"], fractions[(backend, r["n"])]) for r in timed]
+            reached = [(n, f) for n, f in reached if f is not None]
+            lengths, reached_fractions = [n for n, _ in reached], [f for _, f in reached]
+            axes[2].plot(lengths, reached_fractions, marker="o", label=backend)
     config = results.get("config", {})
     machine = results.get("machine", {})
     for ax, label in ((ax_time, "forward time (s)"), (ax_mem, "peak memory (MiB)")):
@@ -253,6 +283,18 @@ def benchmark(results: dict[str, Any] | str | Path) -> Figure:
         ax.set_ylabel(label)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
+    if roofline:
+        ax_roof = axes[2]
+        gflops = machine["matmul"]["flop_per_s"] / 1e9
+        ax_roof.axhline(1.0, color="black", linestyle="--", linewidth=1,
+                        label=f"matmul speed ({gflops:.0f} GFLOP/s)")
+        top = max([1.0] + [f for f in fractions.values() if f is not None])
+        ax_roof.set_xscale("log", base=2)
+        ax_roof.set_ylim(0, 1.05 * top)
+        ax_roof.set_xlabel("sequence length n")
+        ax_roof.set_ylabel("fraction of the roofline")
+        ax_roof.grid(True, which="both", alpha=0.3)
+        ax_roof.legend(fontsize=8)
     fig.suptitle(
         f"{machine.get('device', '?')} {config.get('dtype', '')}, batch {config.get('batch', '?')}, "
         f"hidden {config.get('hidden', '?')}, {config.get('heads', '?')} heads"

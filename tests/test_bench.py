@@ -9,6 +9,7 @@ takes tens of seconds; the full benchmark run exercises it.
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,9 @@ import torch
 from relpos import bench, results
 
 ROOT = Path(__file__).resolve().parent.parent
-TINY = dict(hidden=32, heads=4, max_relative_positions=8, position_buckets=4)
+TINY = dict(
+    hidden=32, heads=4, max_relative_positions=8, position_buckets=4, matmul_size=128
+)
 LENGTHS = (64, 128)  # large enough that every forward grows the resident set by whole pages
 BACKENDS = ("transformers", "naive", "gather")
 
@@ -35,9 +38,16 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
 
 def test_results_follow_the_schema(run):
     data, _ = run
-    assert data["schema"] == 1
+    assert data["schema"] == 2
     for key in ("platform", "processor", "cpu_count", "torch", "transformers", "device", "device_name"):
         assert key in data["machine"], key
+    matmul = data["machine"]["matmul"]
+    assert (matmul["size"], matmul["dtype"]) == (128, "float32")
+    assert matmul["device"] == "cpu"
+    assert matmul["threads"] == data["machine"]["threads"] == torch.get_num_threads()
+    assert len(matmul["runs_s"]) == 4  # repeats before the timings and again after them
+    median = statistics.median(matmul["runs_s"])
+    assert matmul["flop_per_s"] == pytest.approx(2 * 128**3 / median)
     assert data["machine"]["device"] == "cpu"
     assert data["machine"]["torch"] == torch.__version__
     config = data["config"]
@@ -51,6 +61,10 @@ def test_results_follow_the_schema(run):
         assert isinstance(row["forward_s"], float) and row["forward_s"] > 0
         assert len(row["forward_runs_s"]) == 2 and min(row["forward_runs_s"]) > 0
         assert isinstance(row["peak_bytes"], int) and row["peak_bytes"] > 0, row
+        # span 4: the four log buckets
+        assert row["flops"] == bench.forward_flops(row["n"], 32, 4, 4, 1), row
+        fraction = row["flops"] / row["forward_s"] / matmul["flop_per_s"]
+        assert row["roofline_fraction"] == pytest.approx(fraction), row
 
 
 def test_written_file_reads_back_identically(run):
@@ -85,9 +99,12 @@ def test_table_names_every_backend_and_length(run):
     for backend in BACKENDS:
         assert backend in text
     lines = text.splitlines()
-    assert len(lines) == 3 + len(data["results"])  # title, header, rule, one line per result
+    # title, roofline line, header, rule, then one line per result
+    assert len(lines) == 4 + len(data["results"])
+    assert lines[1].startswith("roofline = GFLOP / forward s / matmul throughput")
+    assert "roofline" in lines[2].split()
     for n in LENGTHS:
-        assert any(line.split()[0] == str(n) for line in lines[3:])
+        assert any(line.split()[0] == str(n) for line in lines[4:])
     assert "fwd+bwd" not in text  # no backward column when nothing was timed backward
 
 
@@ -217,11 +234,26 @@ def test_bad_arguments_are_rejected(kwargs, message):
 def test_load_results_rejects_other_schemas(tmp_path):
     path = tmp_path / "old.json"
     path.write_text(json.dumps({"schema": 0, "results": []}))
-    with pytest.raises(ValueError, match="schema must be 1"):
+    with pytest.raises(ValueError, match=r"schema must be one of \(1, 2\)"):
         bench.load_results(path)
     incomplete = {"schema": 1, "machine": {}, "config": {}, "results": [{"backend": "gather"}]}
     path.write_text(json.dumps(incomplete))
     with pytest.raises(ValueError, match="lacks"):
+        bench.load_results(path)
+
+
+def test_load_results_wants_the_roofline_from_schema_2_on(run, tmp_path):
+    data, _ = run
+    path = tmp_path / "edited.json"
+    no_matmul = json.loads(json.dumps(data))
+    del no_matmul["machine"]["matmul"]
+    path.write_text(json.dumps(no_matmul))
+    with pytest.raises(ValueError, match="machine.matmul lacks"):
+        bench.load_results(path)
+    no_fraction = json.loads(json.dumps(data))
+    del no_fraction["results"][1]["roofline_fraction"]
+    path.write_text(json.dumps(no_fraction))
+    with pytest.raises(ValueError, match=r"results\[1\] lacks \['roofline_fraction'\]"):
         bench.load_results(path)
 
 
@@ -230,7 +262,9 @@ def test_command_line_help_exits_cleanly():
         [sys.executable, "-m", "relpos.bench", "--help"], capture_output=True, text=True, cwd=ROOT
     )
     assert done.returncode == 0, done.stderr
-    for option in ("--lengths", "--backends", "--naive-max-length", "--max-memory-gb", "--backward"):
+    options = ("--lengths", "--backends", "--naive-max-length", "--max-memory-gb",
+               "--backward", "--matmul-size")
+    for option in options:
         assert option in done.stdout
     assert "--_measure-memory" not in done.stdout
 

@@ -43,24 +43,40 @@ them) falls on every backend alike and the ratios stay fair. The memory runs of
 a length come first: a run that dies of memory kills only its child process,
 and that length's timing for the backend is skipped.
 
+The roofline (:mod:`relpos.bench.roofline`): every row carries ``flops``, the
+forward's matrix-multiply work by a formula in ``n``, hidden, span and batch
+(a multiply-add is 2 FLOP; softmax, gathers and masking are not counted), and
+``roofline_fraction``, that work over the forward time over the machine's
+matmul throughput. The throughput is measured in the same process, dtype,
+device and thread count: ``repeats`` products of two ``--matmul-size`` square
+matrices (after a warm-up) before the first length and again after the last,
+``2 size^3`` over the median of them all.
+
 Skips: ``naive`` above ``--naive-max-length``, and any measurement whose
 :func:`estimate_peak_bytes` exceeds ``--max-memory-gb``, are recorded with status
 ``"skipped"`` and the reason in ``note``. An out-of-memory or any other error in
 one measurement is recorded (status ``"oom"`` or ``"error"``) and the run goes on.
 
-The JSON written to ``--output`` (schema 1; :func:`load_results` reads it back)::
+The JSON written to ``--output`` (schema 2; :func:`load_results` reads it back)::
 
-    {"schema": 1,
+    {"schema": 2,
      "machine": {"platform", "processor", "cpu_count", "torch", "transformers",
-                 "device", "device_name", "threads", "python", "memory_method", "date"},
+                 "device", "device_name", "threads", "python", "memory_method", "date",
+                 "matmul": {"size", "dtype", "device", "threads", "runs_s",
+                            "flop_per_s"}},
      "config": {"hidden", "heads", "max_relative_positions", "position_buckets",
                 "dtype", "batch", "repeats", "backward", "naive_max_length",
-                "max_memory_gb", "seed", "share_att_key", "pos_att_type", "mask"},
+                "max_memory_gb", "seed", "matmul_size", "share_att_key",
+                "pos_att_type", "mask"},
      "results": [{"backend", "n", "forward_s", "backward_s", "peak_bytes",
                   "compile_s", "status", "error", "note", "forward_runs_s",
-                  "backward_runs_s", "backward_peak_bytes"}, ...]}
+                  "backward_runs_s", "backward_peak_bytes", "flops",
+                  "roofline_fraction"}, ...]}
 
-Times are seconds, memory is bytes; a value that was not measured is ``null``.
+Times are seconds, memory is bytes, speeds FLOP per second; a value that was
+not measured is ``null``. Schema 1 is schema 2 without the roofline (no
+``matmul``, ``matmul_size``, ``flops`` or ``roofline_fraction``); such files
+still load unchanged, and :func:`roofline` computes their FLOP from the config.
 """
 
 from __future__ import annotations
@@ -78,6 +94,14 @@ from .config import (
 from .memory import _memory_in_subprocess, measure_memory, memory_method
 from .models import _forward_fn, build_module, make_inputs, random_weights
 from .report import format_table, load_results, ratios
+from .roofline import (
+    config_flops,
+    flop_breakdown,
+    forward_flops,
+    measure_matmul_throughput,
+    roofline,
+    roofline_fraction,
+)
 from .run import machine_info, run_benchmark
 from .skips import _failure, estimate_peak_bytes
 from .timing import time_backends
@@ -94,16 +118,22 @@ __all__ = [
     "STATUSES",
     "build_module",
     "build_parser",
+    "config_flops",
+    "flop_breakdown",
+    "forward_flops",
     "estimate_peak_bytes",
     "format_table",
     "load_results",
     "machine_info",
     "main",
     "make_inputs",
+    "measure_matmul_throughput",
     "measure_memory",
     "memory_method",
     "random_weights",
     "ratios",
+    "roofline",
+    "roofline_fraction",
     "run_benchmark",
     "time_backends",
 ]

@@ -75,6 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-relative-positions", type=int, default=512)
     parser.add_argument("--position-buckets", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--matmul-size", type=int, default=2048,
+        help="side of the square matmul whose speed is the roofline (default: 2048)",
+    )
     parser.add_argument("--_measure-memory", dest="measure_memory", default=None, help=argparse.SUPPRESS)
     return parser
 
@@ -104,6 +108,7 @@ def main(argv: list[str] | None = None) -> None:
         naive_max_length=args.naive_max_length,
         max_memory_gb=args.max_memory_gb,
         seed=args.seed,
+        matmul_size=args.matmul_size,
         output=args.output,
     )
     print(format_table(data))

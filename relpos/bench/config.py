@@ -17,7 +17,10 @@ import torch
 
 from ..positions import attention_span
 
-SCHEMA = 1
+SCHEMA = 2
+# Schema 2 adds the roofline (``machine["matmul"]``, each row's ``flops`` and
+# ``roofline_fraction``); schema 1 files, written before it, still load as they are.
+READABLE_SCHEMAS = (1, 2)
 BENCH_BACKENDS = ("transformers", "naive", "gather", "flex")
 STATUSES = ("ok", "skipped", "oom", "error")
 DTYPES = {
@@ -28,6 +31,8 @@ DTYPES = {
 }
 DEFAULT_LENGTHS = (512, 1024, 2048, 4096)
 RESULT_KEYS = ("backend", "n", "forward_s", "backward_s", "peak_bytes", "compile_s", "status", "error")
+ROOFLINE_KEYS = ("flops", "roofline_fraction")  # in every row from schema 2 on
+MATMUL_KEYS = ("size", "dtype", "device", "threads", "runs_s", "flop_per_s")
 
 _MEMORY_MARK = "RELPOS_BENCH_MEMORY "
 _WARMUP_LENGTH = 16
@@ -56,6 +61,7 @@ class BenchConfig:
     naive_max_length: int = 1024
     max_memory_gb: float = 20.0
     seed: int = 0
+    matmul_size: int = 2048
 
     @property
     def torch_dtype(self) -> torch.dtype:

@@ -37,6 +37,7 @@ from .config import (
 )
 from .memory import measure_memory, memory_method
 from .models import _transformers_module, build_module, make_inputs, random_weights
+from .roofline import config_flops, matmul_runs, roofline, throughput_record
 from .skips import _failure, _skip_reason
 from .timing import time_backends
 
@@ -92,6 +93,8 @@ def _empty_row(backend: str, n: int) -> dict[str, Any]:
         "forward_runs_s": None,
         "backward_runs_s": None,
         "backward_peak_bytes": None,
+        "flops": None,
+        "roofline_fraction": None,
     }
 
 
@@ -104,6 +107,12 @@ class _Progress:
         if self.stream is not None:
             line = f"[{self.done}/{self.total}] {backend} n={n} {what}: {message}"
             print(line, file=self.stream, flush=True)
+
+
+def _matmul_runs(config: BenchConfig) -> list[float]:
+    """Timed square products at the run's size, dtype, device and thread count."""
+    size, dtype = config.matmul_size, config.torch_dtype
+    return matmul_runs(size, dtype, config.device, config.repeats)
 
 
 def _describe_failure(row: dict[str, Any]) -> str:
@@ -126,6 +135,7 @@ def run_benchmark(
     naive_max_length: int = 1024,
     max_memory_gb: float = 20.0,
     seed: int = 0,
+    matmul_size: int = 2048,
     output: str | Path | None = None,
     progress: TextIO | bool | None = True,
 ) -> dict[str, Any]:
@@ -136,6 +146,13 @@ def run_benchmark(
     per measurement goes to ``progress``: True for stderr, a stream, or
     False/None for silence. See the docstring of
     ``relpos.bench`` for the JSON schema and how each number is taken.
+
+    The roofline: ``repeats`` products of two ``matmul_size`` square matrices
+    (same device, dtype and threads) run before the first length and again
+    after the last; ``2 matmul_size^3`` over the median of all of them is the
+    machine's matmul throughput, and each row's ``roofline_fraction`` is its
+    forward FLOP (:func:`relpos.bench.roofline.forward_flops`) over its forward
+    time over that throughput.
 
     Args:
         lengths: sequence lengths ``n``.
@@ -180,6 +197,7 @@ def run_benchmark(
         naive_max_length=_positive_int("naive_max_length", naive_max_length),
         max_memory_gb=float(max_memory_gb),
         seed=int(seed),
+        matmul_size=_positive_int("matmul_size", matmul_size),
     )
     if config.position_buckets > 0:  # the bucket arguments must suit each other
         relative_position_index(
@@ -191,6 +209,7 @@ def run_benchmark(
     kinds = ["peak memory", "forward"] + (["forward+backward"] if backward else [])
     stream = sys.stderr if progress is True else (progress or None)
     step = _Progress(len(lengths) * len(backends) * len(kinds), stream)
+    matmul = _matmul_runs(config)  # before the timings; again after them
     results = []
     for n in lengths:
         rows = {backend: _empty_row(backend, n) for backend in backends}
@@ -239,7 +258,25 @@ def run_benchmark(
                 step(backend, n, "forward+backward", f"{row['backward_s']:.4f} s (median of {repeats})")
         results.extend(rows.values())
 
-    data = {"schema": SCHEMA, "machine": machine_info(device), "config": config.to_json(), "results": results}
+    matmul += _matmul_runs(config)
+    machine = machine_info(device)
+    machine["matmul"] = throughput_record(
+        config.matmul_size, config.torch_dtype, device, matmul
+    )
+    if stream is not None:
+        gflops = machine["matmul"]["flop_per_s"] / 1e9
+        line = f"matmul {config.matmul_size}^3: {gflops:.1f} GFLOP/s"
+        print(f"{line} (median of {len(matmul)})", file=stream, flush=True)
+    data = {
+        "schema": SCHEMA,
+        "machine": machine,
+        "config": config.to_json(),
+        "results": results,
+    }
+    for row in results:
+        row["flops"] = config_flops(row["n"], data["config"])
+    for row, line in zip(results, roofline(data)):
+        row["roofline_fraction"] = line["fraction"]
     if output is not None:
         path = Path(output)
         path.parent.mkdir(parents=True, exist_ok=True)
