@@ -72,7 +72,7 @@ def masked_softmax(logits: torch.Tensor, key_mask: torch.Tensor | None) -> torch
     return logits.softmax(-1)
 
 
-def check_dropout(dropout: object) -> float:
+def _check_dropout(dropout: object) -> float:
     """Return ``dropout`` as a float after checking that it lies in ``[0, 1)``."""
     if isinstance(dropout, bool) or not isinstance(dropout, (int, float)):
         raise TypeError(f"dropout must be a float in [0, 1), got {dropout!r}")
@@ -110,7 +110,7 @@ class SchemeSelfAttention(nn.Module):
                 f"hidden_size={hidden_size} and num_heads={num_heads}"
             )
         self.head_size = self.hidden_size // self.num_heads
-        self.dropout_p = check_dropout(dropout)
+        self.dropout_p = _check_dropout(dropout)
         self.query_proj = nn.Linear(self.hidden_size, self.hidden_size)
         self.key_proj = nn.Linear(self.hidden_size, self.hidden_size)
         self.value_proj = nn.Linear(self.hidden_size, self.hidden_size)
