@@ -299,9 +299,16 @@ class DisentangledEncoder(nn.Module):
     ``table_dropout(rel_embeddings())`` -- a fresh dropout mask per layer, in
     training only. ``transformers`` does the same thing from inside each
     layer's attention (``DisentangledSelfAttention.pos_dropout``, applied to the
-    table as the first step of its relative-position branch). Both orders draw
-    the random numbers in the same sequence, so with equal seeds the
-    ``naive`` backend reproduces ``transformers`` even in training.
+    table as the first step of its relative-position branch). Both draw their
+    random numbers in the same order (table, attention probabilities, the two
+    sub-layer outputs; layer by layer), so with equal seeds the ``naive``
+    backend reproduces ``transformers`` in training too (tested on the CPU).
+    ``gather`` drops attention probabilities inside torch's fused attention,
+    with its own random numbers; ``flex`` refuses attention dropout.
+
+    Initial weights: the table is drawn from N(0, 0.02^2) as in DeBERTa; the
+    Linear and LayerNorm layers keep torch's defaults (DeBERTa draws Linear
+    weights from N(0, 0.02^2) with zero biases).
 
     Shapes:
         hidden_states: ``(b, n, hidden)``
