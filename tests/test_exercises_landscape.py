@@ -1,0 +1,171 @@
+"""Chapter 9's exercise checks pass right answers and fail typical wrong ones."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from relpos import schemes
+from relpos.exercises import ExerciseError, check
+
+# -- ch9-ex1: ALiBi's slopes ---------------------------------------------------------
+
+
+def paper_slopes(num_heads: int) -> list[float]:
+    """Written from the paper and its code, independently of relpos."""
+
+    def power_of_two(h: int) -> list[float]:
+        return [2.0 ** (-8.0 * m / h) for m in range(1, h + 1)]
+
+    closest = 2 ** math.floor(math.log2(num_heads))
+    extra = power_of_two(2 * closest)[0::2][: num_heads - closest]
+    return power_of_two(closest) + extra
+
+
+def test_slopes_pass_the_reference_and_an_independent_answer(capsys) -> None:
+    check("ch9-ex1", schemes.alibi_slopes)
+    check("ch9-ex1", paper_slopes)
+    check("ch9-ex1", lambda h: torch.tensor(paper_slopes(h), dtype=torch.float32))
+    assert capsys.readouterr().out.count("ch9-ex1: correct.") == 3
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (lambda h: [2.0 ** (-8.0 * m / h) for m in range(1, h + 1)],
+         "3 is not a power of two"),
+        (lambda h: [2.0 ** (-8.0 * m / h) for m in range(h)], "starts at 1"),
+        (lambda h: paper_slopes(h)[::-1], "reverse order"),
+        (lambda h: paper_slopes(h)[:-1], r"my_slopes\(1\) .* got shape \(0,\)"),
+        (lambda h: [0.5] * h, r"my_slopes\(1\): head 0 has slope 0.5"),
+        (lambda h: "slopes", "list or tensor of slopes"),
+        (lambda h: 1 / 0, "ZeroDivisionError"),
+        ([0.5, 0.25], "must be a function"),
+    ],
+    ids=["naive-rule", "m-from-0", "reversed", "one-short", "constant", "a-string",
+         "raises", "not-callable"],
+)
+def test_slopes_fail_wrong_answers_with_a_hint(answer, message: str) -> None:
+    with pytest.raises(ExerciseError, match="ch9-ex1: not yet. .*" + message):
+        check("ch9-ex1", answer)
+
+
+# -- ch9-ex2: T5's buckets -----------------------------------------------------------
+
+
+def loop_bucket(rel: torch.Tensor, num_buckets: int = 32, max_distance: int = 128):
+    """T5's two-sided bucket, one distance at a time, written out independently."""
+    per_side = num_buckets // 2
+    exact = per_side // 2
+    out = []
+    for r in rel.tolist():
+        offset = per_side if r < 0 else 0  # keys ahead: T5's j - i > 0
+        a = abs(r)
+        if a < exact:
+            bucket = a
+        else:
+            scaled = math.log(a / exact) / math.log(max_distance / exact)
+            bucket = min(per_side - 1, exact + int(scaled * (per_side - exact)))
+        out.append(offset + bucket)
+    return torch.tensor(out)
+
+
+def reference(rel, num_buckets=32, max_distance=128):
+    return schemes.t5_bucket(rel, num_buckets=num_buckets, max_distance=max_distance)
+
+
+def test_buckets_pass_the_reference_and_a_loop(capsys) -> None:
+    check("ch9-ex2", reference)
+    check("ch9-ex2", loop_bucket)
+    assert capsys.readouterr().out.count("ch9-ex2: correct.") == 2
+
+
+def _no_clamp(rel, num_buckets=32, max_distance=128):
+    per_side, exact = num_buckets // 2, num_buckets // 4
+    a = rel.abs()
+    log = exact + (torch.log(a.clamp(min=exact).float() / exact)
+                   / math.log(max_distance / exact) * (per_side - exact)).long()
+    return (rel < 0).long() * per_side + torch.where(a < exact, a, log)
+
+
+def _all_exact(rel, num_buckets=32, max_distance=128):
+    per_side = num_buckets // 2
+    return (rel < 0).long() * per_side + rel.abs().clamp(max=per_side - 1)
+
+
+def _exact_edge_off_by_one(rel, num_buckets=32, max_distance=128):
+    """``<=`` instead of ``<`` at the edge of the exact region."""
+    bucket = reference(rel, num_buckets, max_distance)
+    return torch.where(rel.abs() == num_buckets // 4, bucket + 1, bucket)
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (lambda rel, b, d: reference(-rel, b, d), "swapped"),
+        (_no_clamp, "last bucket of their side"),
+        (_all_exact, r"distances differ, e.g. r=-9: 25 \(expected 24\)"),
+        (_exact_edge_off_by_one, "num_buckets // 4"),
+        (lambda rel, b, d: reference(rel, b, d).float(), "must be integers"),
+        (lambda rel, b, d: reference(rel, b, d)[1:], "rel's shape"),
+        (lambda rel, b, d: reference(rel, b, d).tolist(), "returned list"),
+        (lambda rel: rel, "TypeError"),
+        ("t5_bucket", "must be a function"),
+    ],
+    ids=["j-minus-i", "no-clamp", "all-exact", "exact-edge", "float", "one-short",
+         "a-list", "one-argument", "not-callable"],
+)
+def test_buckets_fail_wrong_answers_with_a_hint(answer, message: str) -> None:
+    with pytest.raises(ExerciseError, match="ch9-ex2: not yet. .*" + message):
+        check("ch9-ex2", answer)
+
+
+# -- ch9-ex3: BLOOM's form of the causal bias ----------------------------------------
+
+
+def bloom(n: int, num_heads: int) -> torch.Tensor:
+    slopes = schemes.alibi_slopes(num_heads, dtype=torch.float64)
+    j = torch.arange(n, dtype=torch.float64)
+    bias = (slopes[:, None, None] * j).expand(num_heads, n, n)  # (h, i, j)
+    ahead = torch.ones(n, n, dtype=torch.bool).triu(1)  # (i, j): j > i
+    return bias.masked_fill(ahead, float("-inf"))
+
+
+def test_bloom_bias_passes_and_gives_alibi_probabilities(capsys) -> None:
+    check("ch9-ex3", bloom)
+    assert "ch9-ex3: correct." in capsys.readouterr().out
+    # What the exercise shows: the same probabilities as ALiBi's own causal form.
+    rel = schemes.relative_distances(torch.arange(7), torch.arange(7))
+    slopes = schemes.alibi_slopes(4, dtype=torch.float64)
+    logits = torch.randn(4, 7, 7, dtype=torch.float64)
+    alibi = schemes.alibi_bias(rel, slopes, causal=True)
+    torch.testing.assert_close((logits + bloom(7, 4)).softmax(-1),
+                               (logits + alibi).softmax(-1))
+
+
+def _alibi_causal(n, num_heads):
+    rel = schemes.relative_distances(torch.arange(n), torch.arange(n))
+    return schemes.alibi_bias(rel, schemes.alibi_slopes(num_heads), causal=True)
+
+
+def negated(n, num_heads):
+    ahead = torch.ones(n, n, dtype=torch.bool).triu(1)  # (i, j): j > i
+    return -bloom(n, num_heads).masked_fill(ahead, float("inf"))
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (_alibi_causal, "ALiBi's own"),
+        (lambda n, h: bloom(n, h).nan_to_num(neginf=0.0), "must be masked"),
+        (lambda n, h: negated(n, h), "sign is flipped"),
+        (lambda n, h: bloom(n, h)[0], r"shape \(h, n, n\)"),
+        (lambda n, h: 2 * bloom(n, h), "should be slope_h \\* j"),
+    ],
+    ids=["alibi-form", "unmasked", "negated", "one-head", "doubled"],
+)
+def test_bloom_bias_fails_wrong_answers_with_a_hint(answer, message: str) -> None:
+    with pytest.raises(ExerciseError, match="ch9-ex3: not yet. .*" + message):
+        check("ch9-ex3", answer)
