@@ -1,0 +1,149 @@
+"""The registry of exercise checks and the helpers they share.
+
+A check is a function registered under an exercise label (``"ch4-ex2"``). It
+receives the student's answer(s) and any context the exercise names (keyword
+arguments), raises ``ExerciseError`` with a hint when the answer is wrong, and
+returns a one-line note when it is right.
+
+Shapes:
+    (the shapes of each answer are in its check's docstring)
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, NoReturn
+
+import torch
+
+_LABEL = re.compile(r"ch\d+-ex\d+")
+_CHECKS: dict[str, Callable[..., str]] = {}
+
+
+class ExerciseError(AssertionError):
+    """An answer that does not solve its exercise; the message says what to look at."""
+
+
+def exercise(label: str) -> Callable[[Callable[..., str]], Callable[..., str]]:
+    """Register the decorated function as the check of exercise ``label``.
+
+    Shapes:
+        (no tensors)
+    """
+    if not isinstance(label, str) or not _LABEL.fullmatch(label):
+        raise ValueError(f"label must look like 'ch4-ex2', got {label!r}")
+
+    def register(function: Callable[..., str]) -> Callable[..., str]:
+        if label in _CHECKS:
+            raise ValueError(
+                f"label {label!r} already has a check: {_CHECKS[label].__name__}"
+            )
+        _CHECKS[label] = function
+        return function
+
+    return register
+
+
+def labels() -> list[str]:
+    """Every exercise label that has a check, in chapter and exercise order.
+
+    Shapes:
+        (no tensors)
+    """
+
+    def order(label: str) -> tuple[int, int]:
+        chapter, number = re.findall(r"\d+", label)
+        return int(chapter), int(number)
+
+    return sorted(_CHECKS, key=order)
+
+
+def check(label: str, *answers: Any, **given: Any) -> None:
+    """Check the answer(s) to exercise ``label``; print a note if right, raise if wrong.
+
+    ``answers`` are what the exercise asks for (a number, a tensor, a function,
+    a module); ``given`` passes anything from the chapter that the check needs
+    to recompute the expected answer (for example ``scores=relative``).
+
+    Raises:
+        ExerciseError: the answer is wrong; the message hints at the usual cause.
+        ValueError: ``label`` names no exercise.
+
+    Shapes:
+        (see the docstring of the exercise's check)
+    """
+    if label not in _CHECKS:
+        raise ValueError(f"label must be one of {labels()}, got {label!r}")
+    try:
+        note = _CHECKS[label](*answers, **given)
+    except ExerciseError as error:
+        raise ExerciseError(f"{label}: not yet. {error}") from None
+    print(f"{label}: correct. {note}")
+
+
+def fail(message: str) -> NoReturn:
+    """Raise the ExerciseError that a check reports (a helper to keep checks short)."""
+    raise ExerciseError(message)
+
+
+def require_callable(answer: Any, what: str) -> Callable:
+    """``answer`` if it can be called, else an ExerciseError naming ``what``."""
+    if not callable(answer):
+        fail(f"the answer must be {what}; got {type(answer).__name__} {answer!r:.60}")
+    return answer
+
+
+def as_tensor(answer: Any, what: str) -> torch.Tensor:
+    """``answer`` as a tensor (lists and numpy arrays are converted)."""
+    if isinstance(answer, torch.Tensor):
+        return answer.detach().cpu()
+    try:
+        return torch.as_tensor(answer)
+    except (TypeError, ValueError, RuntimeError):
+        fail(f"the answer must be {what}; got {type(answer).__name__}")
+
+
+def as_number(answer: Any, what: str) -> float:
+    """``answer`` as a Python float (a one-element tensor is accepted)."""
+    if isinstance(answer, torch.Tensor) and answer.numel() == 1:
+        answer = answer.item()
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
+        fail(f"the answer must be {what}; got {type(answer).__name__} {answer!r:.60}")
+    return float(answer)
+
+
+def call(function: Callable, *args: Any, what: str) -> Any:
+    """Call the student's function; turn an exception into a hint naming ``what``."""
+    try:
+        return function(*args)
+    except ExerciseError:
+        raise
+    except Exception as error:  # the student's code may raise anything
+        fail(f"{what} raised {type(error).__name__}: {error}")
+
+
+def same_shape(got: torch.Tensor, expected: torch.Tensor, what: str) -> None:
+    """An ExerciseError unless ``got`` has ``expected``'s shape."""
+    if tuple(got.shape) != tuple(expected.shape):
+        fail(
+            f"{what} should have shape {tuple(expected.shape)}, got {tuple(got.shape)}"
+        )
+
+
+def first_mismatch(
+    got: torch.Tensor, expected: torch.Tensor, atol: float = 0.0
+) -> tuple:
+    """The index of the first entry where ``got`` and ``expected`` differ, or ``()``."""
+    if atol:
+        wrong = ~torch.isclose(got.double(), expected.double(), rtol=0.0, atol=atol)
+    else:
+        wrong = got != expected
+    where = wrong.nonzero()
+    return tuple(where[0].tolist()) if len(where) else ()
+
+
+def close(got: torch.Tensor, expected: torch.Tensor, atol: float = 1e-6) -> bool:
+    """Same shape and equal within ``atol`` (compared in float64)."""
+    return tuple(got.shape) == tuple(expected.shape) and torch.allclose(
+        got.double(), expected.double(), rtol=0.0, atol=atol
+    )
