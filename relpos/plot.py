@@ -50,11 +50,13 @@ def _heatmap(
     fmt: str = "{:d}",
     vmin: float | None = None,
     vmax: float | None = None,
-    xlabel: str = "key position j",
-    ylabel: str = "query position i",
+    xlabel: str = "key position $j$",
+    ylabel: str = "query position $i$",
+    colorbar_label: str = "",
 ) -> None:
     image = ax.imshow(matrix, cmap=cmap, vmin=vmin, vmax=vmax)
-    ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    colorbar = ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    colorbar.set_label(colorbar_label)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if annotate:
@@ -79,8 +81,11 @@ def relative_position_matrix(seq_len: int = 6, *, annotate: bool = True) -> Figu
     size = min(seq_len, 16)
     fig = Figure(figsize=(1.0 + 0.6 * size, 0.8 + 0.6 * size))
     ax = fig.subplots()
-    _heatmap(ax, rel, cmap="RdBu_r", annotate=annotate, vmin=-bound, vmax=bound)
-    ax.set_title("relative position i - j")
+    _heatmap(
+        ax, rel, cmap="RdBu_r", annotate=annotate, vmin=-bound, vmax=bound,
+        colorbar_label="relative position $i - j$",
+    )
+    ax.set_title("relative position $i - j$")
     fig.tight_layout()
     return fig
 
@@ -107,8 +112,11 @@ def index_heatmap(
     fig = Figure(figsize=(1.2 + 0.6 * size, 0.8 + 0.6 * size))
     ax = fig.subplots()
     span = position_buckets if position_buckets > 0 else max_relative_positions
-    _heatmap(ax, index, cmap="viridis", annotate=annotate, vmin=0, vmax=2 * span - 1)
-    ax.set_title(f"table row delta(i, j), k = {span}")
+    _heatmap(
+        ax, index, cmap="viridis", annotate=annotate, vmin=0, vmax=2 * span - 1,
+        colorbar_label="table row",
+    )
+    ax.set_title(rf"table row $\delta(i, j)$, $k = {span}$")
     fig.tight_layout()
     return fig
 
@@ -131,30 +139,45 @@ def row_similarity(
     fig = Figure(figsize=(5.2, 4.4))
     ax = fig.subplots()
     image = ax.imshow(similarity, cmap="RdBu_r", vmin=-1, vmax=1)
-    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04).set_label("cosine similarity")
     ticks = [a for a, dist in enumerate(distances) if dist % 4 == 0]
     ax.set_xticks(ticks, [str(distances[a]) for a in ticks])
     ax.set_yticks(ticks, [str(distances[a]) for a in ticks])
-    ax.set_xlabel("distance i - j")
-    ax.set_ylabel("distance i - j")
+    ax.set_xlabel("distance $i - j$ of the second row")
+    ax.set_ylabel("distance $i - j$ of the first row")
     ax.set_title(title)
     fig.tight_layout()
     return fig
 
 
 def score_heatmap(
-    matrix: torch.Tensor | np.ndarray, *, title: str = "", annotate: bool = False, fmt: str = "{:.2f}"
+    matrix: torch.Tensor | np.ndarray,
+    *,
+    title: str = "",
+    annotate: bool = False,
+    fmt: str = "{:.2f}",
+    bound: float | None = None,
+    colorbar_label: str = "score",
 ) -> Figure:
     """One score matrix as a heatmap (diverging colours centred on zero).
+
+    The colours run from ``-bound`` to ``bound``, by default the largest
+    ``|entry|``; pass one ``bound`` to heatmaps that are compared side by side.
 
     Shapes:
         matrix: ``(i, j)``
     """
     data = _to_numpy(matrix)
-    bound = float(np.abs(data).max()) or 1.0
+    if bound is None:
+        bound = float(np.abs(data).max()) or 1.0
+    elif isinstance(bound, bool) or not isinstance(bound, (int, float)) or bound <= 0:
+        raise ValueError(f"bound must be a positive number or None, got {bound!r}")
     fig = Figure(figsize=(4.6, 4.0))
     ax = fig.subplots()
-    _heatmap(ax, data, cmap="RdBu_r", annotate=annotate, fmt=fmt, vmin=-bound, vmax=bound)
+    _heatmap(
+        ax, data, cmap="RdBu_r", annotate=annotate, fmt=fmt, vmin=-bound, vmax=bound,
+        colorbar_label=colorbar_label,
+    )
     ax.set_title(title)
     fig.tight_layout()
     return fig
@@ -178,12 +201,18 @@ def score_terms(scores: AttentionScores, *, batch: int = 0, head: int = 0) -> Fi
     axes = fig.subplots(1, 4)
     for ax, name in zip(axes[:3], terms):
         if name in used:
-            _heatmap(ax, used[name], cmap="RdBu_r", annotate=False, vmin=-bound, vmax=bound)
+            _heatmap(
+                ax, used[name], cmap="RdBu_r", annotate=False, vmin=-bound, vmax=bound,
+                colorbar_label="score, scaled by $1/\\sqrt{d\\,s}$",
+            )
             ax.set_title(f"{name} (scaled)")
         else:
             ax.set_title(f"{name}: not used")
             ax.set_axis_off()
-    _heatmap(axes[3], _to_numpy(scores.probs[batch, head]), cmap="Greens", annotate=False, vmin=0)
+    _heatmap(
+        axes[3], _to_numpy(scores.probs[batch, head]), cmap="Greens", annotate=False,
+        vmin=0, colorbar_label="attention probability",
+    )
     axes[3].set_title("softmax probabilities")
     fig.tight_layout()
     return fig
@@ -207,13 +236,20 @@ def log_buckets(bucket_size: int, max_position: int, max_distance: int | None = 
     ax = fig.subplots()
     ax.plot(rel.numpy(), bucket.numpy(), color="C0", label="log bucket")
     ax.plot(rel.numpy(), rel.numpy(), color="grey", linestyle="--", linewidth=0.8, label="bucket = distance")
-    ax.axvspan(-mid, mid, color="C2", alpha=0.15, label=f"exact: |i - j| <= {mid}")
+    ax.axvspan(-mid, mid, color="C2", alpha=0.15, label=rf"exact: $|i - j| \leq {mid}$")
+    reach = rf"distance $\pm$(max_position $-$ 1) $= \pm{max_position - 1}$"
+    edge = rf"bucket $\pm${bucket_size}: the table row saturates beyond"
     for sign in (-1, 1):
-        ax.axvline(sign * (max_position - 1), color="C3", linewidth=0.8, linestyle=":")
-    for sign in (-1, 1):
-        ax.axhline(sign * bucket_size, color="C1", linewidth=0.8, linestyle=":")
+        ax.axvline(
+            sign * (max_position - 1), color="C3", linewidth=0.8, linestyle=":",
+            label=reach if sign > 0 else None,
+        )
+        ax.axhline(
+            sign * bucket_size, color="C1", linewidth=0.8, linestyle=":",
+            label=edge if sign > 0 else None,
+        )
     ax.set_ylim(-1.3 * bucket_size, 1.3 * bucket_size)
-    ax.set_xlabel("distance i - j")
+    ax.set_xlabel("distance $i - j$")
     ax.set_ylabel("bucket")
     ax.set_title(f"log buckets: bucket_size = {bucket_size}, max_position = {max_position}")
     ax.legend(loc="upper left", fontsize=8)
@@ -397,3 +433,116 @@ def score_landscape(
 
 
 __all__ += ["score_landscape"]
+
+
+# -- the two streams of disentangled attention (chapter 4) ---------------------------
+
+
+def _annotated(
+    ax: Axes, matrix: np.ndarray, title: str, xlabel: str, ylabel: str
+) -> None:
+    """A small matrix drawn with its value written in every cell, centred colours."""
+    bound = float(np.abs(matrix).max()) or 1.0
+    image = ax.imshow(matrix, cmap="RdBu_r", vmin=-bound, vmax=bound)
+    for (row, col), value in np.ndenumerate(matrix):
+        red, green, blue, _ = image.cmap(image.norm(value))
+        dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5  # perceived brightness
+        ax.text(col, row, f"{value:g}", ha="center", va="center", fontsize=9,
+                color="white" if dark else "black")
+    ax.set_xticks(range(matrix.shape[1]))
+    ax.set_yticks(range(matrix.shape[0]))
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+
+
+def _outline(ax: Axes, cells: set[tuple[int, int]], color: str) -> None:
+    """Draw a frame around each ``(row, col)`` cell: the cells a gather reads."""
+    from matplotlib.patches import Rectangle
+
+    for row, col in sorted(cells):
+        frame = Rectangle((col - 0.5, row - 0.5), 1, 1, fill=False, edgecolor=color,
+                          linewidth=2.2)
+        ax.add_patch(frame)
+
+
+def disentangled_streams(
+    query: torch.Tensor | np.ndarray,
+    key: torch.Tensor | np.ndarray,
+    pos_query: torch.Tensor | np.ndarray,
+    pos_key: torch.Tensor | np.ndarray,
+    index: torch.Tensor | np.ndarray,
+) -> Figure:
+    """The content stream, the position stream and the gather, on one small example.
+
+    One row per score term, every matrix written out cell by cell (meant for a
+    pencil-and-paper example of a few tokens):
+
+    - c2c: content queries ``Q``, content keys ``K``, then ``Q K^T``;
+    - c2p: position keys ``Pk`` (one per table row), every query against every
+      row ``Q Pk^T``, then c2p, which gathers column ``index[i, j]`` of row ``i``;
+    - p2c: position queries ``Pq``, every key against every row ``K Pq^T``, then
+      p2c, which gathers column ``index[i, j]`` of row ``j``.
+
+    The cells the two gathers read are framed in the middle column.
+
+    Shapes:
+        query, key: ``(n, d)``; pos_query, pos_key: ``(2k, d)``; index: ``(i, j)``
+        axes[0:3]: Q ``(i, d)``, K ``(j, d)``, c2c ``(i, j)``
+        axes[3:6]: Pk ``(r, d)``, Q Pk^T ``(i, r)``, c2p ``(i, j)``
+        axes[6:9]: Pq ``(r, d)``, K Pq^T ``(j, r)``, p2c ``(i, j)``
+        framed cells: axes[4] at ``(i, index[i, j])``, axes[7] at ``(j, index[i, j])``
+    """
+    q, k = _to_numpy(query), _to_numpy(key)
+    pq, pk = _to_numpy(pos_query), _to_numpy(pos_key)
+    rows = np.asarray(index.cpu() if isinstance(index, torch.Tensor) else index)
+    if rows.ndim != 2 or rows.shape != (q.shape[0], k.shape[0]):
+        raise ValueError(
+            f"index must have shape (i, j) = {(q.shape[0], k.shape[0])}, "
+            f"got {rows.shape}"
+        )
+    if not np.issubdtype(rows.dtype, np.integer) or rows.min() < 0 or (
+        rows.max() >= pk.shape[0]
+    ):
+        raise ValueError(f"index must hold table rows 0 ... {pk.shape[0] - 1}")
+    if not (q.shape[1] == k.shape[1] == pq.shape[1] == pk.shape[1]):
+        raise ValueError(
+            "query, key, pos_query and pos_key must share their width d, got "
+            f"{q.shape[1]}, {k.shape[1]}, {pq.shape[1]}, {pk.shape[1]}"
+        )
+    if pq.shape[0] != pk.shape[0]:
+        raise ValueError(
+            "pos_query and pos_key must have the same rows, "
+            f"got {pq.shape[0]}, {pk.shape[0]}"
+        )
+    query_rows = q @ pk.T  # (i, r): every query against every table row
+    key_rows = k @ pq.T  # (j, r): every key against every table row
+    c2p = np.take_along_axis(query_rows, rows, axis=1)  # (i, j)
+    p2c = np.take_along_axis(key_rows, rows.T, axis=1).T  # (i, j)
+
+    fig = Figure(figsize=(11.5, 10.5))
+    axes = fig.subplots(3, 3, gridspec_kw={"width_ratios": [1, 1.6, 1.3]}).ravel()
+    panels = [
+        (q, "content queries $Q$", "feature", "query $i$"),
+        (k, "content keys $K$", "feature", "key $j$"),
+        (q @ k.T, r"c2c $= Q K^{\top}$", "key $j$", "query $i$"),
+        (pk, "position keys $P_k$", "feature", "table row $r$"),
+        (query_rows, r"$Q P_k^{\top}$: each query, each row", "table row $r$",
+         "query $i$"),
+        (c2p, r"c2p: row $i$, column $\delta(i, j)$", "key $j$", "query $i$"),
+        (pq, "position queries $P_q$", "feature", "table row $r$"),
+        (key_rows, r"$K P_q^{\top}$: each key, each row", "table row $r$", "key $j$"),
+        (p2c, r"p2c: row $j$, column $\delta(i, j)$", "key $j$", "query $i$"),
+    ]
+    for ax, (matrix, title, xlabel, ylabel) in zip(axes, panels):
+        _annotated(ax, matrix, title, xlabel, ylabel)
+    pairs = [(i, j) for i in range(rows.shape[0]) for j in range(rows.shape[1])]
+    _outline(axes[4], {(i, int(rows[i, j])) for i, j in pairs}, "C2")
+    _outline(axes[7], {(j, int(rows[i, j])) for i, j in pairs}, "C1")
+    fig.suptitle("content stream (top), position stream (below) and the gathers "
+                 "(framed cells)", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+__all__ += ["disentangled_streams"]
