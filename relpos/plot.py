@@ -422,7 +422,7 @@ def score_landscape(
             style = dict(color=f"C{head % 10}", linewidth=1.2, label=f"head {head}")
             ax.plot(rel, row, **style)
         ax.set_title(name, fontsize=10)
-        ax.set_xlabel("distance i - j")
+        ax.set_xlabel("distance $i - j$")
         ax.set_ylabel("added to the logit")
         ax.grid(True, alpha=0.3)
     for ax in axes[len(panels):]:

@@ -56,7 +56,7 @@ def test_axes_are_labelled_and_spare_panels_switched_off(landscape) -> None:
     _, contributions, fig = landscape
     used = fig.axes[: len(contributions)]
     for ax in used:
-        assert ax.get_xlabel() == "distance i - j"
+        assert ax.get_xlabel() == "distance $i - j$"
         assert ax.get_ylabel() == "added to the logit"
     assert len(fig.axes) == 8  # 6 schemes on a grid of 2 rows of 4
     assert all(not ax.axison for ax in fig.axes[len(contributions) :])
