@@ -1,4 +1,4 @@
-"""The figures of chapters 1 to 7 say what they show; the streams schematic draws its data.
+"""The figures of chapters 1 to 7 say what they show; the schematic draws its data.
 
 Every axis has a label, every colour bar says what its colours mean, every
 dashed or dotted line has a legend entry, and titles that hold math are mathtext.
@@ -42,7 +42,9 @@ FIGURES = {
 
 
 def _colorbar_axes(fig: Figure) -> list:
-    return [image.colorbar.ax for ax in fig.axes for image in ax.images if image.colorbar]
+    return [
+        image.colorbar.ax for ax in fig.axes for image in ax.images if image.colorbar
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(FIGURES))
@@ -54,7 +56,10 @@ def test_every_axis_and_colour_bar_is_labelled(name):
     for ax in fig.axes:
         if ax in bars or not ax.axison:
             continue
-        assert ax.get_xlabel().strip() and ax.get_ylabel().strip(), (name, ax.get_title())
+        assert ax.get_xlabel().strip() and ax.get_ylabel().strip(), (
+            name,
+            ax.get_title(),
+        )
 
 
 @pytest.mark.parametrize("name", sorted(FIGURES))
@@ -66,7 +71,8 @@ def test_every_dashed_or_dotted_line_is_in_the_legend(name):
             if line.get_linestyle() in ("--", ":", "-."):
                 label = line.get_label()
                 same = [
-                    other.get_label() for other in ax.lines
+                    other.get_label()
+                    for other in ax.lines
                     if other.get_linestyle() == line.get_linestyle()
                     and other.get_color() == line.get_color()
                 ]
@@ -100,8 +106,17 @@ def test_streams_draw_the_pencil_example_and_frame_the_gathered_cells():
     drawn = [ax.images[0].get_array() for ax in fig.axes]
     c2p = relpos.content_to_position(query[None, None], pos_key[None], index)[0, 0]
     p2c = relpos.position_to_content(key[None, None], pos_query[None], index)[0, 0]
-    expected = [query, key, query @ key.T, pos_key, query @ pos_key.T, c2p,
-                pos_query, key @ pos_query.T, p2c]
+    expected = [
+        query,
+        key,
+        query @ key.T,
+        pos_key,
+        query @ pos_key.T,
+        c2p,
+        pos_query,
+        key @ pos_query.T,
+        p2c,
+    ]
     for got, want in zip(drawn, expected):
         assert np.array_equal(np.asarray(got), want.numpy())
 
