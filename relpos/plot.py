@@ -350,6 +350,163 @@ __all__ = [
 ]
 
 
+# -- trained models (python -m relpos.experiments) -------------------------------------
+
+
+def _sweep_results(results: dict[str, Any] | str | Path) -> dict[str, Any]:
+    if isinstance(results, (str, Path)):
+        results = json.loads(Path(results).read_text())
+    needed = {"summary", "schemes", "tasks"}
+    if not isinstance(results, dict) or not needed <= set(results):
+        raise ValueError(
+            "results must be the JSON of python -m relpos.experiments (a dict with "
+            "'summary', 'schemes' and 'tasks') or its path"
+        )
+    return results
+
+
+def experiment_sweep(
+    results: dict[str, Any] | str | Path,
+    *,
+    train_size: int | None = None,
+    length: int | None = None,
+) -> Figure:
+    """Length generalisation and data efficiency of every scheme and task, error bars.
+
+    One row per task. Left: accuracy against test length, at ``train_size``
+    training sequences (default: the largest of the sweep). Right: accuracy
+    against the number of training sequences, at test ``length`` (default: the
+    training length). Points are means over seeds, bars one standard deviation;
+    the dashed line is chance. Each scheme is one ``errorbar`` labelled with its
+    name, so ``ax.containers`` hold the drawn numbers.
+
+    Shapes:
+        axes: ``(len(tasks), 2)``; each line: one point per length or per size
+    """
+    results = _sweep_results(results)
+    rows = results["summary"]
+    sizes = sorted({r["train_size"] for r in rows})
+    lengths = sorted({r["length"] for r in rows})
+    train_size = sizes[-1] if train_size is None else train_size
+    length = (
+        results.get("settings", {}).get("train_length", lengths[0])
+        if length is None
+        else length
+    )
+    if train_size not in sizes:
+        raise ValueError(
+            f"train_size must be one of the sweep's sizes {sizes}, got {train_size}"
+        )
+    if length not in lengths:
+        raise ValueError(
+            f"length must be one of the sweep's test lengths {lengths}, got {length}"
+        )
+    cells = {(r["task"], r["scheme"], r["train_size"], r["length"]): r for r in rows}
+    tasks = list(results["tasks"])
+    fig = Figure(figsize=(11, 3.3 * len(tasks)))
+    axes = np.atleast_2d(fig.subplots(len(tasks), 2, squeeze=False))
+    for row, task in enumerate(tasks):
+        ax_len, ax_size = axes[row]
+        for color, scheme in enumerate(results["schemes"]):
+            style = dict(marker="o", capsize=3, color=f"C{color}", label=scheme)
+            by_len = [
+                cells[c]
+                for c in ((task, scheme, train_size, n) for n in lengths)
+                if c in cells
+            ]
+            by_size = [
+                cells[c]
+                for c in ((task, scheme, s, length) for s in sizes)
+                if c in cells
+            ]
+            ax_len.errorbar(
+                [r["length"] for r in by_len],
+                [r["mean"] for r in by_len],
+                yerr=[r["std"] for r in by_len],
+                **style,
+            )
+            ax_size.errorbar(
+                [r["train_size"] for r in by_size],
+                [r["mean"] for r in by_size],
+                yerr=[r["std"] for r in by_size],
+                **style,
+            )
+        chance = results["tasks"][task].get("chance")
+        description = results["tasks"][task].get("description", "")
+        for ax in (ax_len, ax_size):
+            if chance is not None:
+                ax.axhline(chance, color="grey", linestyle="--", linewidth=0.8)
+            ax.set_xscale("log", base=2)
+            ax.set_ylim(-0.03, 1.03)
+            ax.set_ylabel("accuracy")
+            ax.grid(True, alpha=0.3)
+        ax_len.set_xticks(lengths, [str(n) for n in lengths])
+        ax_size.set_xticks(sizes, [str(s) for s in sizes])
+        ax_len.set_xlabel("test sequence length n")
+        ax_size.set_xlabel("training sequences")
+        ax_len.set_title(
+            f"{task} ({description}): {train_size} training sequences", fontsize=9
+        )
+        ax_size.set_title(f"{task}: tested at length {length}", fontsize=9)
+    axes[0][0].legend(fontsize=8, loc="lower left")
+    fig.tight_layout()
+    return fig
+
+
+def table_bands(
+    results: dict[str, Any] | str | Path, *, train_size: int | None = None
+) -> Figure:
+    """Band profile of the relative tables before and after training, per task.
+
+    For every run with a relative table (the JSON's ``band`` entries), the mean
+    cosine similarity of table rows ``offset`` apart; drawn as the mean over
+    seeds for the trained tables (solid) and the initial ones (dotted). A band
+    shows as a profile that stays high for small offsets and falls after.
+
+    Shapes:
+        axes: one per task
+        each line: ``2 * span`` points (offsets ``0 .. 2 * span - 1``)
+    """
+    results = _sweep_results(results)
+    runs = [r for r in results.get("runs", []) if r.get("band")]
+    if not runs:
+        raise ValueError("results has no run with a relative table ('band' entries)")
+    sizes = sorted({r["train_size"] for r in runs})
+    train_size = sizes[-1] if train_size is None else train_size
+    tasks = [t for t in results["tasks"] if any(r["task"] == t for r in runs)]
+    fig = Figure(figsize=(4.2 * len(tasks), 3.6))
+    axes = np.atleast_1d(fig.subplots(1, len(tasks), squeeze=False)[0])
+    for ax, task in zip(axes, tasks):
+        for color, scheme in enumerate(results["schemes"]):
+            mine = [
+                r
+                for r in runs
+                if (r["task"], r["scheme"], r["train_size"])
+                == (task, scheme, train_size)
+            ]
+            if not mine:
+                continue
+            for when, style in (("trained", "-"), ("initial", ":")):
+                profile = np.mean([r["band"][when] for r in mine], axis=0)
+                ax.plot(
+                    np.arange(len(profile)),
+                    profile,
+                    linestyle=style,
+                    color=f"C{color}",
+                    label=f"{scheme}, {when}",
+                )
+        ax.axhline(0.0, color="grey", linewidth=0.6)
+        ax.set_xlabel("offset between table rows")
+        ax.set_ylabel("mean cosine similarity")
+        ax.set_title(f"{task}: {train_size} training sequences", fontsize=9)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+__all__ += ["experiment_sweep", "table_bands"]
+
+
 # -- the landscape of relative schemes (chapter "Where DeBERTa sits") ---------------------
 
 

@@ -1,0 +1,138 @@
+"""The training loop: one function, one screen.
+
+:func:`train` draws the training set (seeded by the data seed), builds the
+model (seeded by the model seed), and runs ``config.steps`` AdamW steps on
+random batches of the training set, with the learning rate warmed up linearly
+over the first tenth of the steps and then decayed linearly to zero. Dropout is
+off, so nothing random happens inside a step; with deterministic algorithms on,
+the same config on the same machine gives the same weights, bit for bit.
+
+Shapes:
+    tokens, labels: ``(b, n)``; logits: ``(b, n, classes)``
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .config import Config, data_seed, model_seed
+from .model import TinyModel
+from .tasks import get_task
+
+
+@contextlib.contextmanager
+def deterministic(seed: int) -> Iterator[None]:
+    """Seed Python, NumPy and torch with ``seed`` and turn on deterministic algorithms.
+
+    The previous deterministic-algorithms setting is restored on exit.
+
+    Shapes:
+        (no tensors)
+    """
+    previous = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(previous)
+
+
+@dataclass
+class Trained:
+    """A trained model with its config, its loss at every step and the training time.
+
+    Shapes:
+        losses: ``steps`` floats
+    """
+
+    model: TinyModel
+    config: Config
+    losses: list[float]
+    seconds: float
+
+
+def learning_rate_factor(step: int, steps: int) -> float:
+    """Linear warm-up over the first tenth of ``steps``, then linear decay to zero.
+
+    Shapes:
+        (scalars only)
+    """
+    warmup = max(1, steps // 10)
+    if step < warmup:
+        return (step + 1) / warmup
+    return max(0.0, (steps - step) / max(1, steps - warmup))
+
+
+def initial_model(config: Config) -> TinyModel:
+    """The model of ``config`` before training: built under its model seed.
+
+    ``train`` starts from exactly these weights, so a trained model can be
+    compared with its own initial state (for example its table's bands).
+
+    Shapes:
+        (builds a module)
+    """
+    with deterministic(model_seed(config)):
+        return TinyModel(config)
+
+
+def train(
+    config: Config, *, on_step: Callable[[int, float], None] | None = None
+) -> Trained:
+    """Train a ``TinyModel`` on ``config.task`` with the scheme ``config.scheme``.
+
+    ``on_step(step, loss)`` is called after every step (for a progress bar).
+
+    Shapes:
+        (returns a model; see ``Trained``)
+    """
+    task = get_task(config.task)
+    tokens, labels = task.sample(
+        config.train_size,
+        config.train_length,
+        seed=data_seed(config, config.train_length, "train"),
+    )  # (train_size, L) each
+    seed = model_seed(config)
+    start = time.perf_counter()
+    model = initial_model(config)
+    with deterministic(seed):
+        optimizer = torch.optim.AdamW(
+            model.parameters(),
+            lr=config.learning_rate,
+            weight_decay=config.weight_decay,
+        )
+        schedule = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda step: learning_rate_factor(step, config.steps)
+        )
+        order = torch.Generator().manual_seed(seed)
+        losses = []
+        model.train()
+        for step in range(config.steps):
+            rows = torch.randint(
+                config.train_size, (config.batch_size,), generator=order
+            )
+            logits = model(tokens[rows])  # (b, n, classes)
+            loss = F.cross_entropy(logits.flatten(0, 1), labels[rows].flatten())
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+            losses.append(loss.item())
+            if on_step is not None:
+                on_step(step, losses[-1])
+    model.eval()
+    return Trained(model, config, losses, time.perf_counter() - start)
+
+
+__all__ = ["Trained", "deterministic", "initial_model", "learning_rate_factor", "train"]

@@ -1,0 +1,167 @@
+"""Tests of the sweep figures in relpos.plot, through the data they draw.
+
+The results dict here is made by hand (no training): two tasks, two schemes,
+two sizes, three lengths, with distinct means so that a mix-up shows.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from relpos.plot import experiment_sweep, table_bands
+
+TASKS = ("relative", "far")
+SCHEMES = ("absolute", "deberta")
+SIZES = (16, 64)
+LENGTHS = (8, 16, 32)
+
+
+def _mean(t: int, s: int, size: int, n: int) -> float:
+    return round(
+        0.1 + 0.2 * t + 0.1 * s + 0.05 * SIZES.index(size) + 0.01 * LENGTHS.index(n), 4
+    )
+
+
+def _results() -> dict:
+    summary = [
+        {
+            "task": task,
+            "scheme": scheme,
+            "train_size": size,
+            "length": n,
+            "mean": _mean(t, s, size, n),
+            "std": 0.001 * (1 + t + s + n),
+            "min": 0.0,
+            "max": 1.0,
+            "n": 3,
+        }
+        for t, task in enumerate(TASKS)
+        for s, scheme in enumerate(SCHEMES)
+        for size in SIZES
+        for n in LENGTHS
+    ]
+    runs = [
+        {
+            "task": task,
+            "scheme": "deberta",
+            "train_size": size,
+            "seed": seed,
+            "band": {
+                "trained": [1.0, 0.5 + 0.1 * seed, 0.2],
+                "initial": [1.0, 0.0, 0.1 * seed],
+            },
+        }
+        for task in TASKS
+        for size in SIZES
+        for seed in (0, 1)
+    ] + [
+        {
+            "task": "relative",
+            "scheme": "absolute",
+            "train_size": 64,
+            "seed": 0,
+            "band": None,
+        }
+    ]
+    return {
+        "schema": 1,
+        "settings": {"train_length": 8},
+        "tasks": {
+            "relative": {"description": "copy 3 back", "chance": 0.0625},
+            "far": {"description": "copy 12 back", "chance": 0.0625},
+        },
+        "schemes": list(SCHEMES),
+        "train_sizes": list(SIZES),
+        "summary": summary,
+        "runs": runs,
+    }
+
+
+def _errorbars(ax) -> dict:
+    """{scheme: (x, y, half-height of the error bars)} from an axis' errorbars."""
+    drawn = {}
+    for container in ax.containers:
+        line, _, (bars,) = container
+        segments = bars.get_segments()
+        drawn[container.get_label()] = (
+            list(line.get_xdata()),
+            list(line.get_ydata()),
+            [float(seg[1][1] - seg[0][1]) / 2 for seg in segments],
+        )
+    return drawn
+
+
+def test_sweep_figure_draws_the_json_means_and_spreads():
+    results = _results()
+    fig = experiment_sweep(results)
+    assert isinstance(fig, Figure)
+    axes = np.array(fig.axes).reshape(len(TASKS), 2)
+    for t, task in enumerate(TASKS):
+        by_length, by_size = _errorbars(axes[t, 0]), _errorbars(axes[t, 1])
+        assert set(by_length) == set(by_size) == set(SCHEMES)
+        for s, scheme in enumerate(SCHEMES):
+            x, y, err = by_length[scheme]
+            assert x == list(LENGTHS)  # at the largest training size
+            assert y == [_mean(t, s, SIZES[-1], n) for n in LENGTHS]
+            assert err == pytest.approx([0.001 * (1 + t + s + n) for n in LENGTHS])
+            x, y, _ = by_size[scheme]
+            assert x == list(SIZES)  # at the training length
+            assert y == [_mean(t, s, size, 8) for size in SIZES]
+        chance = [line for line in axes[t, 0].lines if line.get_linestyle() == "--"]
+        assert chance and list(chance[0].get_ydata()) == [0.0625, 0.0625]
+
+
+def test_sweep_figure_other_size_and_length_and_labels():
+    fig = experiment_sweep(_results(), train_size=16, length=32)
+    axes = np.array(fig.axes).reshape(len(TASKS), 2)
+    _, y, _ = _errorbars(axes[1, 0])["deberta"]
+    assert y == [_mean(1, 1, 16, n) for n in LENGTHS]
+    _, y, _ = _errorbars(axes[0, 1])["absolute"]
+    assert y == [_mean(0, 0, size, 32) for size in SIZES]
+    for ax in fig.axes:
+        assert ax.get_xlabel() and ax.get_ylabel() == "accuracy" and ax.get_title()
+
+
+def test_sweep_figure_reads_a_path(tmp_path):
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(_results()))
+    fig = experiment_sweep(path)
+    assert len(fig.axes) == 2 * len(TASKS)
+
+
+def test_sweep_figure_errors():
+    with pytest.raises(ValueError, match="results must be the JSON"):
+        experiment_sweep({"runs": []})
+    with pytest.raises(ValueError, match="train_size must be one of"):
+        experiment_sweep(_results(), train_size=5)
+    with pytest.raises(ValueError, match="length must be one of"):
+        experiment_sweep(_results(), length=5)
+
+
+def test_table_bands_draws_mean_profiles():
+    fig = table_bands(_results())
+    assert len(fig.axes) == len(TASKS)
+    for ax in fig.axes:
+        lines = {
+            line.get_label(): list(line.get_ydata())
+            for line in ax.lines
+            if not line.get_label().startswith("_")
+        }
+        assert set(lines) == {
+            "deberta, trained",
+            "deberta, initial",
+        }  # absolute has no table
+        assert lines["deberta, trained"] == pytest.approx([1.0, 0.55, 0.2])
+        assert lines["deberta, initial"] == pytest.approx([1.0, 0.0, 0.05])
+        assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+
+
+def test_table_bands_needs_band_entries():
+    results = _results()
+    results["runs"] = [r for r in results["runs"] if r["band"] is None]
+    with pytest.raises(ValueError, match="no run with a relative table"):
+        table_bands(results)
