@@ -24,7 +24,8 @@ divisions), the gathers or table reads of the position terms, the masking and
 every reshape. They are ``O(b h n^2)`` element-wise work against the
 ``O(b n^2 H)`` of the products, so they do not change the count's growth, but
 they are far from free: they run at memory speed, not matmul speed, which is
-why no backend reaches a fraction of 1.
+why no backend reaches a fraction of 1. (A fraction above 1 can only mean that
+the throughput was measured during a slow spell of a shared machine.)
 
 The count is the least work of the gather formulation, and it is the same for
 every backend: ``naive`` does more (it projects all ``n^2`` per-pair

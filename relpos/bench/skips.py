@@ -22,7 +22,8 @@ def estimate_peak_bytes(backend: str, n: int, config: BenchConfig) -> int:
     ``transformers``: six ``(b, h, n, n)`` tensors; ``gather``: three, plus the
     ``(n, n)`` int64 row index; ``naive``: four ``(n, n, hidden)`` per-pair
     tables, four ``(b, h, n, n)`` and the index; ``flex``: the
-    ``(b, h, n, 2 * span)`` row tables, a few ``(b, n, hidden)`` and 16 MiB for
+    ``(b, h, n, 2 * span)`` row tables, a few ``(b, n, hidden)`` (three more
+    for its head-by-head copies of the queries, keys and values) and 16 MiB for
     the kernel's own working buffers (with relpos' full-tile block mask they do
     not grow with ``n^2``: measured 963 MiB in all at n = 16384, 12 heads). With ``backward`` twice the total (autograd keeps the
     intermediates); ``flex`` on the CPU recomputes its backward by gather, so
@@ -47,6 +48,8 @@ def estimate_peak_bytes(backend: str, n: int, config: BenchConfig) -> int:
         quadratic = 3 * scores + index  # flex: the CPU backward recomputes by gather
     else:
         quadratic = 16 * 2**20  # flex: the kernel's working buffers, not n^2
+    if backend == "flex":
+        linear += 3 * b * n * hidden * e  # its head-by-head copies of q, k and v
     estimate = quadratic + linear
     return 2 * estimate if config.backward else estimate
 
