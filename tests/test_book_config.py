@@ -1,15 +1,15 @@
-"""The book's structure: table of contents, setup cells, stored outputs, exercises, packaging."""
+"""The book's structure: contents, setup cells, stored outputs, exercises, packaging."""
 
 from __future__ import annotations
 
 import json
 import re
 import sys
-import tomllib
 from pathlib import Path
 
 import nbformat
 import pytest
+import tomllib
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,10 +38,14 @@ def test_book_has_chapters():
 def test_toc_lists_every_notebook_and_only_existing_pages():
     listed = toc_files()
     for entry in listed:
-        assert any((ROOT / f"{entry}{ext}").exists() for ext in ("", ".md", ".ipynb")), entry
+        assert any(
+            (ROOT / f"{entry}{ext}").exists() for ext in ("", ".md", ".ipynb")
+        ), entry
     listed_stems = {Path(entry).with_suffix("").as_posix() for entry in listed}
     for path in NOTEBOOKS:
-        assert path.relative_to(ROOT).with_suffix("").as_posix() in listed_stems, path.name
+        assert path.relative_to(ROOT).with_suffix("").as_posix() in listed_stems, (
+            path.name
+        )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -61,41 +65,135 @@ def test_notebook_is_stored_executed_and_clean(path):
         if cell.cell_type != "code" or not cell.source.strip():
             continue
         where = f"{path.name} cell {index}"
-        assert cell.execution_count is not None, f"{where} stored without being executed"
+        assert cell.execution_count is not None, (
+            f"{where} stored without being executed"
+        )
         last = [line for line in cell.source.rstrip().splitlines() if line.strip()][-1]
-        assert last.lstrip().startswith("#") or not last.rstrip().endswith(";"), f"{where} ends with ';'"
+        assert last.lstrip().startswith("#") or not last.rstrip().endswith(";"), (
+            f"{where} ends with ';'"
+        )
         for output in cell.outputs:
             assert output.output_type != "error", f"{where} stored an error"
-            text = json.dumps(output.get("text", "")) + json.dumps(output.get("data", {}).get("text/plain", ""))
-            assert not MACHINE_PATH.search(text), f"{where} shows a path of this machine"
+            text = json.dumps(output.get("text", "")) + json.dumps(
+                output.get("data", {}).get("text/plain", "")
+            )
+            assert not MACHINE_PATH.search(text), (
+                f"{where} shows a path of this machine"
+            )
+
+
+EXERCISE = re.compile(r"^```\{exercise\}[^\n]*\n:label: (?P<label>\S+)", re.MULTILINE)
+SOLUTION_START = re.compile(
+    r"^```\{solution-start\} (?P<label>\S+)\n(?P<options>(?::[^\n]*\n)*)```",
+    re.MULTILINE,
+)
+SOLUTION_END = re.compile(r"^```\{solution-end\}\s*\n```", re.MULTILINE)
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+
+
+def exercises(notebook: nbformat.NotebookNode) -> list[dict]:
+    """Each exercise: its label, the cells of its gated solution, where it starts."""
+    found, cells = [], notebook.cells
+    for index, cell in enumerate(cells):
+        match = EXERCISE.search(cell.source) if cell.cell_type == "markdown" else None
+        if not match:
+            continue
+        start = cells[index + 1] if index + 1 < len(cells) else None
+        gate = SOLUTION_START.search(start.source) if start is not None else None
+        end = next(
+            (
+                k
+                for k in range(index + 1, len(cells))
+                if SOLUTION_END.search(cells[k].source)
+            ),
+            None,
+        )
+        found.append(
+            {
+                "label": match.group("label"),
+                "index": index,
+                "gate": gate,
+                "cells": cells[index + 2 : end] if end is not None else None,
+            }
+        )
+    return found
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_chapter_has_objectives_summary_and_checked_exercises(path):
+def test_chapter_has_objectives_summary_and_exercises(path):
     notebook = nbformat.read(path, as_version=4)
-    markdown = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown").lower()
-    assert "objectives" in markdown, path.name
-    assert "summary" in markdown, path.name
-    assert "exercise" in markdown, path.name
-    setup = set_repo_url.first_code_cell(notebook)
-    solutions = [
-        c for c in notebook.cells
-        if c.cell_type == "code" and "hide-input" in c.metadata.get("tags", []) and c is not setup
-    ]
-    assert 2 <= len(solutions) <= 4, f"{path.name}: {len(solutions)} hidden solutions"
-    for cell in solutions:
-        assert "assert" in cell.source, f"{path.name}: a hidden solution checks nothing"
+    markdown = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+    assert "**Learning objectives**" in markdown, path.name
+    assert "## Summary" in markdown and "## Exercises" in markdown, path.name
+    assert 2 <= len(exercises(notebook)) <= 4, path.name
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_exercises_follow_the_book_convention(path):
+    """Labels chN-exM in order, a gated dropdown solution right after each exercise,
+    solution code between nbgrader's markers, and a check(...) on every coded answer."""
+    notebook = nbformat.read(path, as_version=4)
+    chapter = int(path.name[:2])
+    found = exercises(notebook)
+    assert [e["label"] for e in found] == [
+        f"ch{chapter}-ex{m}" for m in range(1, len(found) + 1)
+    ], path.name
+    for exercise in found:
+        label = exercise["label"]
+        assert exercise["gate"] is not None, (
+            f"{path.name} {label}: no solution-start next"
+        )
+        assert exercise["gate"].group("label") == label, f"{path.name} {label}"
+        assert ":class: dropdown" in exercise["gate"].group("options"), (
+            f"{path.name} {label}"
+        )
+        assert exercise["cells"], f"{path.name} {label}: no solution-end"
+        code = [c for c in exercise["cells"] if c.cell_type == "code"]
+        for cell in code:
+            assert cell.source.startswith(BEGIN) and END in cell.source, (
+                path.name,
+                label,
+            )
+        if code:
+            after = code[-1].source.split(END, 1)[1]
+            assert re.search(rf"^check\(\s*\"{label}\"", after.strip(), re.M), (
+                f"{path.name} {label}: the solution does not end with "
+                f'check("{label}", ...)'
+            )
+    inside = {id(c) for e in found for c in (e["cells"] or [])}
+    for cell in notebook.cells:
+        if cell.cell_type == "code" and BEGIN in cell.source:
+            assert id(cell) in inside, (
+                f"{path.name}: solution markers outside a solution"
+            )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_figure_data_checks_are_hidden_from_the_site(path):
+    """A cell that reads a drawn figure back only checks it: the site hides it."""
+    notebook = nbformat.read(path, as_version=4)
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        reads_figure = re.search(
+            r"get_array\(\)|get_xydata\(\)|\.patches\b", cell.source
+        )
+        if reads_figure:
+            tags = set(cell.metadata.get("tags", []))
+            assert tags & {"remove-cell", "remove-input"}, f"{path.name} cell {index}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_displayed_figure_is_stored_as_an_image(path):
-    """A Figure shown without `%matplotlib inline` stores only its text, and the site shows no picture."""
+    """A Figure shown without `%matplotlib inline` stores only its text: no picture."""
     notebook = nbformat.read(path, as_version=4)
     for index, cell in enumerate(notebook.cells):
         for output in cell.get("outputs", []):
             data = output.get("data", {})
             if str(data.get("text/plain", "")).startswith("<Figure"):
-                assert "image/png" in data, f"{path.name} cell {index}: figure stored without its image"
+                assert "image/png" in data, (
+                    f"{path.name} cell {index}: figure stored without its image"
+                )
 
 
 def test_gpu_chapter_asks_colab_for_a_gpu_and_only_it():
@@ -110,7 +208,11 @@ def test_gpu_chapter_asks_colab_for_a_gpu_and_only_it():
 
 
 def _requirement_name(requirement: str) -> str:
-    return re.split(r"[<>=!~\[ ;@]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-")
+    return (
+        re.split(r"[<>=!~\[ ;@]", requirement.strip(), maxsplit=1)[0]
+        .lower()
+        .replace("_", "-")
+    )
 
 
 def test_environment_yml_lists_the_same_packages_as_pyproject():
@@ -119,7 +221,9 @@ def test_environment_yml_lists_the_same_packages_as_pyproject():
     for extra in project["optional-dependencies"].values():
         wanted |= {_requirement_name(r) for r in extra}
     environment = yaml.safe_load((ROOT / "environment.yml").read_text())
-    pip_section = next(d["pip"] for d in environment["dependencies"] if isinstance(d, dict))
+    pip_section = next(
+        d["pip"] for d in environment["dependencies"] if isinstance(d, dict)
+    )
     listed = {_requirement_name(r) for r in pip_section}
     assert listed == wanted
 
