@@ -127,7 +127,7 @@ def format_table(results: dict[str, Any]) -> str:
     lines = []
     for row, ratio, roof in zip(results["results"], ratios(results), roofline(results)):
         cells = [str(row["n"]), row["backend"], row["status"], _cell(row["forward_s"], ".4f"),
-                 _cell(ratio["time_ratio"], ".2f"), _cell(roof["flops"] / 1e9, ".3g"),
+                 _cell(ratio["time_ratio"], ".2f"), _cell(roof["flops"] / 1e9, ".1f"),
                  _cell(roof["fraction"], ".2f")]
         if show_backward:
             cells += [_cell(row.get("backward_s"), ".4f"), _cell(ratio["backward_ratio"], ".2f")]
