@@ -504,7 +504,45 @@ def table_bands(
     return fig
 
 
-__all__ += ["experiment_sweep", "table_bands"]
+def score_by_distance(scores: AttentionScores, *, batch: int = 0) -> Figure:
+    """Each score term and the probabilities averaged at every distance ``i - j``.
+
+    One panel per term in use (c2c, c2p, p2c) and one for the probabilities;
+    one line per head. A term that depends only on the distance is a function
+    of ``i - j``, and its line shows it whole; a head that learnt "look 3 back"
+    puts its probability at distance 3. Feed it
+    ``relpos.experiments.mean_scores(model, tokens)`` for a trained model.
+
+    Shapes:
+        scores.c2c, .c2p, .p2c, .probs: ``(b, h, n, n)``
+        each line: ``2n - 1`` points, distances ``-(n - 1) .. n - 1``
+    """
+    if not isinstance(scores, AttentionScores):
+        got = type(scores).__name__
+        raise TypeError(f"scores must be an AttentionScores, got {got}")
+    terms = [(name, term) for name, term in zip(("c2c", "c2p", "p2c", "probs"), scores)
+             if term is not None]
+    fig = Figure(figsize=(3.6 * len(terms), 3.4))
+    axes = fig.subplots(1, len(terms), squeeze=False)[0]
+    for ax, (name, term) in zip(axes, terms):
+        matrix = term[batch].detach().cpu().double()  # (h, n, n)
+        n = matrix.shape[-1]
+        distances = np.arange(-(n - 1), n)
+        means = torch.stack(
+            [matrix.diagonal(-int(d), dim1=-2, dim2=-1).mean(-1) for d in distances], -1
+        ).numpy()  # (h, 2n - 1); diagonal -d holds the pairs with i - j = d
+        for head, line in enumerate(means):
+            ax.plot(distances, line, label=f"head {head}")
+        ax.set_xlabel("distance i - j")
+        ax.set_ylabel("mean probability" if name == "probs" else "mean scaled score")
+        ax.set_title("softmax probabilities" if name == "probs" else name)
+        ax.grid(True, alpha=0.3)
+    axes[-1].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+__all__ += ["experiment_sweep", "score_by_distance", "table_bands"]
 
 
 # -- the landscape of relative schemes (chapter "Where DeBERTa sits") ---------------------

@@ -20,9 +20,11 @@ from relpos.experiments import (
     TASKS,
     Config,
     TinyModel,
+    attention_peaks,
     band_profile,
     build_scheme,
     by_distance,
+    compare,
     data_seed,
     derive_seed,
     evaluate,
@@ -278,8 +280,11 @@ def test_deberta_learns_the_relative_task_and_no_positions_cannot(one_thread):
         test_lengths=(32, 128),
         test_size=32,
     )
-    learned = evaluate(train(config).model, config)
+    model = train(config).model
+    learned = evaluate(model, config)
     assert learned[32] > 0.9 and learned[128] > 0.9, learned
+    # some head has learnt to look exactly `shift` positions back
+    assert TASKS["relative"].param in attention_peaks(model, config)
     blind = evaluate(train(config.replace(scheme="none")).model, config)
     assert blind[32] < 0.4, blind
 
@@ -326,7 +331,21 @@ def test_run_record_and_band_entries():
     span = Config().max_relative_positions
     assert len(record["band"]["trained"]) == len(record["band"]["initial"]) == 2 * span
     assert record["band"]["initial"][0] == pytest.approx(1.0)
-    assert run_one(Config(scheme="absolute", **TINY))["band"] is None
+    assert len(record["attention_peaks"]) == Config(**TINY).num_heads
+    assert all(-8 < d < 8 for d in record["attention_peaks"])  # distances at length 8
+    plain = run_one(Config(scheme="absolute", **TINY))
+    assert plain["band"] is None and plain["attention_peaks"] is None
+
+
+def test_compare_trains_one_model_per_scheme():
+    runs = compare(Config(**TINY), ["none", "deberta"])
+    assert list(runs) == ["none", "deberta"]
+    assert [r["scheme"] for r in runs.values()] == ["none", "deberta"]
+    assert runs["deberta"] == run_one(Config(scheme="deberta", **TINY)) | {
+        "train_seconds": runs["deberta"]["train_seconds"]
+    }
+    with pytest.raises(ValueError, match="schemes must be"):
+        compare(Config(**TINY), ["nope"])
 
 
 def test_adding_a_scheme_to_a_sweep_changes_no_other_number():

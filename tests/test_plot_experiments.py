@@ -12,7 +12,10 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from relpos.plot import experiment_sweep, table_bands
+import torch
+
+from relpos import AttentionScores
+from relpos.plot import experiment_sweep, score_by_distance, table_bands
 
 TASKS = ("relative", "far")
 SCHEMES = ("absolute", "deberta")
@@ -165,3 +168,31 @@ def test_table_bands_needs_band_entries():
     results["runs"] = [r for r in results["runs"] if r["band"] is None]
     with pytest.raises(ValueError, match="no run with a relative table"):
         table_bands(results)
+
+
+def test_score_by_distance_draws_diagonal_means():
+    n, heads = 5, 2
+    rel = (
+        torch.arange(n)[:, None] - torch.arange(n)[None, :]
+    ).double()  # (i, j) = i - j
+    c2p = torch.stack([rel, -rel])[None]  # (1, h, i, j): a function of i - j per head
+    c2c = torch.rand(1, heads, n, n, dtype=torch.float64)
+    probs = c2c.softmax(-1)
+    fig = score_by_distance(AttentionScores(c2c, c2p, None, probs))
+    assert [ax.get_title() for ax in fig.axes] == [
+        "c2c",
+        "c2p",
+        "softmax probabilities",
+    ]
+    distances = list(range(-(n - 1), n))
+    c2p_lines = fig.axes[1].lines
+    assert list(c2p_lines[0].get_xdata()) == distances
+    assert list(c2p_lines[0].get_ydata()) == pytest.approx(distances)
+    assert list(c2p_lines[1].get_ydata()) == pytest.approx([-d for d in distances])
+    first = probs[0, 0]
+    expected = [float(first.diagonal(-d).mean()) for d in distances]
+    assert list(fig.axes[2].lines[0].get_ydata()) == pytest.approx(expected)
+    for ax in fig.axes:
+        assert ax.get_xlabel() == "distance i - j" and ax.get_ylabel()
+    with pytest.raises(TypeError, match="AttentionScores"):
+        score_by_distance(probs)

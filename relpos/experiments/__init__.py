@@ -26,6 +26,7 @@ Shapes:
 from .config import Config, data_seed, derive_seed, model_seed
 from .measure import (
     accuracy,
+    attention_peaks,
     band_profile,
     by_distance,
     evaluate,
@@ -74,6 +75,7 @@ __all__ = [
     "VOCAB_SIZE",
     "accuracy",
     "attention_encoder",
+    "attention_peaks",
     "band_profile",
     "build_scheme",
     "by_distance",

@@ -25,7 +25,7 @@ from .config import Config
 from .schemes import SCHEMES
 from .tasks import TASKS
 
-DEFAULT_TRAIN_SIZES = (64, 256, 1024)
+DEFAULT_TRAIN_SIZES = (8, 32, 128, 512)
 DEFAULT_SEEDS = (0, 1, 2)
 
 

@@ -39,9 +39,11 @@ class Config:
             the steps, then linear decay to zero).
         weight_decay: AdamW's decoupled weight decay.
         hidden_size, num_heads, num_layers, intermediate_size: the encoder.
-        max_relative_positions: the clipping span ``k`` of ``deberta``; the
-            ``max_position`` of the log buckets of ``deberta-buckets``.
+        max_relative_positions: the clipping span ``k`` of ``deberta`` (and of
+            any other clipped scheme registered).
         position_buckets: log buckets per side of ``deberta-buckets``.
+        bucket_max_position: the distance of the last log bucket of
+            ``deberta-buckets`` (its ``max_relative_positions``).
 
     Shapes:
         (no tensors)

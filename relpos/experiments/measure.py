@@ -164,7 +164,26 @@ def by_distance(matrix: torch.Tensor) -> tuple[list[int], torch.Tensor]:
     return distances, means
 
 
+def attention_peaks(model: TinyModel, config: Config) -> list[int] | None:
+    """Each first-layer head's most attended distance ``i - j``, or ``None``.
+
+    The attention probabilities are averaged over the test sequences of the
+    training length, then along each diagonal (:func:`by_distance`); a head that
+    learnt "look 3 back" peaks at 3. ``None`` for a scheme without a relative
+    table.
+
+    Shapes:
+        output: ``h`` ints
+    """
+    if relative_table(model) is None:
+        return None
+    tokens, _ = evaluation_set(config, config.train_length)  # (test_size, L)
+    distances, means = by_distance(mean_scores(model, tokens).probs[0])  # (h, 2L - 1)
+    return [distances[int(k)] for k in means.argmax(-1)]
+
+
 __all__ = [
+    "attention_peaks",
     "accuracy",
     "band_profile",
     "by_distance",

@@ -50,6 +50,11 @@ The schemes registered here:
 - ``deberta-buckets``: the same with ``position_buckets`` log buckets per side
   (exact up to ``position_buckets // 2``, logarithmic up to ``bucket_max_position``);
   its table has as many rows (``2 * position_buckets``) as ``deberta``'s by default.
+  With the defaults (``k = 8``; 8 buckets up to 64) ``deberta`` tells apart the
+  distances ``-8 .. 6`` and lumps ``7`` and beyond into one row, while
+  ``deberta-buckets`` is exact for ``|i - j| <= 4`` and then lumps ``5 .. 10``,
+  ``11 .. 25`` and ``26`` and beyond (mirrored for keys ahead, where ``-64`` and
+  beyond get one more row).
 
 Shapes:
     input_positions(n): ``(n, hidden)``

@@ -19,14 +19,17 @@ The JSON (``SCHEMA = 1``)::
      "schemes": [...], "train_sizes": [...], "seeds": [...],
      "runs": [{"task", "scheme", "train_size", "seed", "model_seed", "parameters",
                "accuracy": {"<length>": float}, "final_loss", "train_seconds",
-               "band": {"trained": [...], "initial": [...]} or null}],
+               "band": {"trained": [...], "initial": [...]} or null,
+               "attention_peaks": [one distance per head] or null}],
      "summary": [{"task", "scheme", "train_size", "length",
                   "mean", "std", "min", "max", "n"}],
      "wall_seconds": float}
 
 ``band`` (DeBERTa schemes only) is :func:`band_profile` of the table's row
 similarity after and before training: entry ``o`` is the mean cosine
-similarity of rows ``o`` apart.
+similarity of rows ``o`` apart. ``attention_peaks`` (DeBERTa schemes only) is
+:func:`attention_peaks`: the distance ``i - j`` each first-layer head attends
+to most, on the test sequences of the training length.
 
 Shapes:
     (no tensors)
@@ -45,9 +48,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import torch
+from tqdm import tqdm
 
 from .config import Config, model_seed
-from .measure import band_profile, evaluate, table_similarity
+from .measure import attention_peaks, band_profile, evaluate, table_similarity
 from .model import count_parameters
 from .schemes import SCHEMES
 from .tasks import TASKS, get_task
@@ -114,6 +118,7 @@ def run_one(config: Config, *, on_step: Any = None) -> dict[str, Any]:
         "final_loss": sum(tail) / len(tail),
         "train_seconds": trained.seconds,
         "band": band,
+        "attention_peaks": attention_peaks(trained.model, config),
     }
 
 
@@ -200,8 +205,6 @@ def run_sweep(
     ]  # every Config re-checks its train_size and seed
     start = time.perf_counter()
     runs = []
-    from tqdm.auto import tqdm
-
     with tqdm(
         total=len(configs) * base.steps,
         unit="step",
