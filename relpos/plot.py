@@ -365,6 +365,10 @@ def _sweep_results(results: dict[str, Any] | str | Path) -> dict[str, Any]:
     return results
 
 
+# One marker per scheme, so that lines lying on top of each other stay visible.
+_MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "h", "<", ">", "p")
+
+
 def experiment_sweep(
     results: dict[str, Any] | str | Path,
     *,
@@ -408,7 +412,14 @@ def experiment_sweep(
     for row, task in enumerate(tasks):
         ax_len, ax_size = axes[row]
         for color, scheme in enumerate(results["schemes"]):
-            style = dict(marker="o", capsize=3, color=f"C{color}", label=scheme)
+            style = dict(
+                marker=_MARKERS[color % len(_MARKERS)],
+                markersize=5,
+                capsize=3,
+                color=f"C{color % 10}",
+                linestyle="-" if color < 10 else "--",
+                label=scheme,
+            )
             by_len = [
                 cells[c]
                 for c in ((task, scheme, train_size, n) for n in lengths)
@@ -435,7 +446,9 @@ def experiment_sweep(
         description = results["tasks"][task].get("description", "")
         for ax in (ax_len, ax_size):
             if chance is not None:
-                ax.axhline(chance, color="grey", linestyle="--", linewidth=0.8)
+                ax.axhline(
+                    chance, color="grey", linestyle="--", linewidth=0.8, label="chance"
+                )
             ax.set_xscale("log", base=2)
             ax.set_ylim(-0.03, 1.03)
             ax.set_ylabel("accuracy")
@@ -448,8 +461,14 @@ def experiment_sweep(
             f"{task} ({description}): {train_size} training sequences", fontsize=9
         )
         ax_size.set_title(f"{task}: tested at length {length}", fontsize=9)
-    axes[0][0].legend(fontsize=8, loc="lower left")
-    fig.tight_layout()
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    # the schemes first, chance last
+    order = sorted(range(len(labels)), key=lambda a: labels[a] == "chance")
+    handles, labels = [handles[a] for a in order], [labels[a] for a in order]
+    columns = min(len(labels), 5)
+    fig.legend(handles, labels, loc="upper center", ncol=columns, fontsize=8)
+    top = 1 - (0.25 + 0.22 * -(-len(labels) // columns)) / fig.get_figheight()
+    fig.tight_layout(rect=(0, 0, 1, top))
     return fig
 
 

@@ -127,6 +127,8 @@ def test_sweep_figure_other_size_and_length_and_labels():
     assert y == [_mean(0, 0, size, 32) for size in SIZES]
     for ax in fig.axes:
         assert ax.get_xlabel() and ax.get_ylabel() == "accuracy" and ax.get_title()
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == [*SCHEMES, "chance"]
 
 
 def test_sweep_figure_reads_a_path(tmp_path):
