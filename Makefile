@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test unit notebooks site colab clean env
+.PHONY: book test unit notebooks site colab clean env student pdf
 
 env: $(STAMP)
 
@@ -35,6 +35,16 @@ notebooks: $(STAMP)
 # torch, numpy, matplotlib and a kernel; the setup cell installs this clone's HEAD.
 colab: $(STAMP)
 	$(BIN)/python -m pytest tests/colab
+
+# The student edition: every chapter without its solutions (the code between
+# nbgrader's ### BEGIN/END SOLUTION markers becomes a stub; the check stays).
+student: $(STAMP)
+	$(BIN)/python tools/student_edition.py _build/student
+
+# The print edition: the whole book as one PDF, printed by headless Chromium
+# (Debian: apt-get install chromium) from the single-page build.
+pdf: $(STAMP)
+	$(BIN)/python tools/build_pdf.py _build/pdf/relpos-book.pdf
 
 clean:
 	rm -rf _build

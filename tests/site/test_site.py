@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -46,7 +47,21 @@ CHROMIUM_ARGS = [
 
 def pages() -> list[str]:
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    return [toc["root"]] + [chapter["file"] for chapter in toc.get("chapters", [])]
+    files = [toc["root"]] + [chapter["file"] for chapter in toc.get("chapters", [])]
+    for part in toc.get("parts", []):
+        files += [chapter["file"] for chapter in part["chapters"]]
+    return files
+
+
+EXERCISE = re.compile(r"```\{exercise\}")
+CITATION = re.compile(r"\{cite(?::[pt])?\}`([^`]+)`")
+
+
+def source_of(page: str) -> Path:
+    for suffix in (".ipynb", ".md"):
+        if (ROOT / f"{page}{suffix}").exists():
+            return ROOT / f"{page}{suffix}"
+    return ROOT / page
 
 
 CHAPTERS_WITH_MATH = [p for p in pages() if p.startswith("book/0") or p.endswith("intro")]
@@ -159,16 +174,54 @@ def test_page_in_browser(source, server, browser):
         links = page.eval_on_selector_all("a[href*='colab.research.google.com']", "els => els.map(e => e.href)")
         assert expected in links, (expected, links)
 
-        # Hidden solutions: closed at first, open on click.
+        # The setup cell: collapsed, open on click.
         hidden = page.locator("details.hide.above-input")
-        assert hidden.count() >= 2, f"{stem}: {hidden.count()} hidden solutions"
+        assert hidden.count() >= 1, f"{stem}: the setup cell is not collapsed"
         first = hidden.first
         assert first.evaluate("el => el.open") is False
         first.locator("summary").click()
         assert first.evaluate("el => el.open") is True
         assert first.locator("pre").first.is_visible()
 
+        # Exercises: numbered, each with a solution that is hidden until its toggle.
+        exercises = len(EXERCISE.findall(source_path.read_text()))
+        assert page.locator("div.exercise").count() == exercises, stem
+        solutions = page.locator("div.solution.dropdown")
+        assert solutions.count() == exercises, f"{stem}: {solutions.count()} solutions"
+        if exercises:
+            solution = solutions.first
+            body = solution.locator("section").first
+            assert not body.is_visible(), f"{stem}: a solution shows before its toggle"
+            solution.locator("button.toggle-button").click()
+            body.wait_for(state="visible", timeout=5000)
+            assert "correct." in body.inner_text(), f"{stem}: no check output shown"
+
     page.screenshot(path=str(SHOTS / f"{stem.replace('/', '_')}.png"), full_page=True)
     assert console_errors == [], console_errors
     assert foreign == [], foreign
+    page.close()
+
+
+def test_bibliography_lists_every_cited_work(server, browser):
+    cited = set()
+    for source in pages():
+        for keys in CITATION.findall(source_of(source).read_text()):
+            cited |= {key.strip() for key in keys.split(",")}
+    page = browser.new_page()
+    page.goto(f"{server}/book/bibliography.html", wait_until="load")
+    entries = page.locator("div.citation")
+    assert entries.count() == len(cited), (entries.count(), sorted(cited))
+    text = page.locator("article").inner_text()
+    for name in ("Vaswani", "Devlin", "He, Xiaodong Liu", "Dong", "Wolf", "Microsoft"):
+        assert name in text, name
+
+    # A citation in a chapter links to its entry on the bibliography page.
+    page.goto(f"{server}/book/02_delta.html", wait_until="load")
+    link = page.locator("span.bibtex-citation a").first
+    assert "He" in link.inner_text()
+    link.click()
+    page.wait_for_load_state("load")
+    assert page.url.split("#")[0].endswith("/book/bibliography.html")
+    anchor = page.url.split("#", 1)[1]
+    assert page.locator(f"[id='{anchor}']").count() == 1
     page.close()
