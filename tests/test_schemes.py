@@ -504,3 +504,36 @@ def test_score_by_distance_bad_input():
     deberta = relpos.DisentangledSelfAttention(HIDDEN, HEADS, max_relative_positions=4)
     with pytest.raises(ValueError, match="rel_embeddings"):
         score_by_distance(deberta, torch.arange(3), x.float(), x.float())
+
+
+# -- in the experiment model ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", SCHEMES)
+def test_scheme_trains_in_the_experiment_model(name):
+    from relpos.experiments.config import Config
+    from relpos.experiments.train import initial_model, train
+
+    config = Config(
+        scheme=name,
+        steps=30,
+        train_size=64,
+        batch_size=16,
+        train_length=16,
+        test_lengths=(16, 24),
+    )
+    before = initial_model(config)
+    trained = train(config)
+    attentions = [layer.attention for layer in trained.model.encoder.layers]
+    assert attentions and all(type(a) is ATTENTIONS[name] for a in attentions)
+    assert trained.model.input_positions is None  # position enters in attention only
+    losses = torch.tensor(trained.losses)
+    assert len(losses) == config.steps and losses.isfinite().all()
+    assert losses[-5:].mean() < losses[:5].mean() - 0.05
+    initial = dict(before.named_parameters())
+    for parameter_name, parameter in trained.model.encoder.named_parameters():
+        initial_value = initial[f"encoder.{parameter_name}"]
+        assert not torch.equal(parameter, initial_value), parameter_name
+    with torch.no_grad():  # longer than training: relative schemes take any length
+        logits = trained.model(torch.randint(0, 4, (2, 24)))
+    assert logits.shape[:2] == (2, 24) and logits.isfinite().all()
