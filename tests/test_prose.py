@@ -49,7 +49,7 @@ WORKS = {
     r"\boriginal Transformer\b": "vaswani2017attention",
     r"\bDeBERTa paper\b": "he2021deberta",
 }
-CITATION = re.compile(r"\{cite(?::[pt])?\}`([^`]+)`")
+CITATION = re.compile(r"\{cite(?::[pt])?\}`([\w:.-]+(?:,\s*[\w:.-]+)*)`")
 
 
 def markdown_cells(path: Path) -> list[str]:

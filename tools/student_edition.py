@@ -48,7 +48,9 @@ _EXERCISE = re.compile(
     re.DOTALL,
 )
 _LABEL = re.compile(r":label:\s*ch(\d+)-ex(\d+)")
-_CITE = re.compile(r"\{cite(?::(?P<style>[pt]))?\}`(?P<keys>[^`]+)`")
+_CITE = re.compile(
+    r"\{cite(?::(?P<style>[pt]))?\}`(?P<keys>[\w:.-]+(?:,\s*[\w:.-]+)*)`"
+)
 
 
 def _citations() -> dict[str, str]:

@@ -1,11 +1,12 @@
-"""The site as readers get it: built offline without warnings, then read in headless Chromium.
+"""The site as readers get it: built offline, no warnings, read in headless Chromium.
 
 Run by `make site` (part of `make test`). It builds the book into _build/html,
 serves it on 127.0.0.1, opens every page listed in _toc.yml, and checks that
 math is typeset by the site's own MathJax, images load, the console is clean,
 nothing is fetched from another host, each notebook's Colab link points at that
 notebook in the repository, and hidden exercise solutions open on click.
-Screenshots land in _build/screenshots/ for people to look at.
+It also opens a solution's toggle and checks the bibliography page and a
+citation link. Screenshots land in _build/screenshots/ for people to look at.
 
 Without Chromium the browser checks skip with a message saying how to install
 it; with RELPOS_REQUIRE_BROWSER=1 (set by .ci/run) that skip is a failure.
@@ -54,7 +55,7 @@ def pages() -> list[str]:
 
 
 EXERCISE = re.compile(r"```\{exercise\}")
-CITATION = re.compile(r"\{cite(?::[pt])?\}`([^`]+)`")
+CITATION = re.compile(r"\{cite(?::[pt])?\}`([\w:.-]+(?:,\s*[\w:.-]+)*)`")
 
 
 def source_of(page: str) -> Path:
@@ -64,7 +65,9 @@ def source_of(page: str) -> Path:
     return ROOT / page
 
 
-CHAPTERS_WITH_MATH = [p for p in pages() if p.startswith("book/0") or p.endswith("intro")]
+CHAPTERS_WITH_MATH = [
+    p for p in pages() if p.startswith("book/0") or p.endswith("intro")
+]
 
 
 def chromium_path() -> str | None:
@@ -79,7 +82,15 @@ def chromium_path() -> str | None:
 def built_site() -> Path:
     """Build the site with warnings as errors; no network is used or needed."""
     result = subprocess.run(
-        [str(Path(sys.executable).parent / "jupyter-book"), "build", ".", "--all", "-W", "-n", "--keep-going"],
+        [
+            str(Path(sys.executable).parent / "jupyter-book"),
+            "build",
+            ".",
+            "--all",
+            "-W",
+            "-n",
+            "--keep-going",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -95,7 +106,9 @@ def test_site_is_self_contained(built_site):
     for page in built_site.rglob("*.html"):
         text = page.read_text(errors="replace")
         for marker in ('src="https://', "src='https://", 'href="https://cdn', "//cdn."):
-            assert marker not in text, f"{page.relative_to(built_site)} loads from another host: {marker}"
+            assert marker not in text, (
+                f"{page.relative_to(built_site)} loads from another host: {marker}"
+            )
     assert (built_site / "_static" / "mathjax" / "tex-chtml.js").exists()
 
 
@@ -117,14 +130,19 @@ def server(built_site):
 def browser():
     executable = chromium_path()
     if executable is None:
-        message = "Chromium not found: install it (Debian: apt-get install chromium) to run the browser test"
+        message = (
+            "Chromium not found: install it (Debian: apt-get install chromium) "
+            "to run the browser test"
+        )
         if os.environ.get("RELPOS_REQUIRE_BROWSER") == "1":
             pytest.fail(message)
         pytest.skip(message)
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        instance = playwright.chromium.launch(
+            executable_path=executable, args=CHROMIUM_ARGS
+        )
         yield instance
         instance.close()
 
@@ -135,7 +153,10 @@ def test_page_in_browser(source, server, browser):
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     console_errors: list[str] = []
     foreign: list[str] = []
-    page.on("console", lambda msg: console_errors.append(msg.text) if msg.type == "error" else None)
+    page.on(
+        "console",
+        lambda msg: console_errors.append(msg.text) if msg.type == "error" else None,
+    )
     page.on("pageerror", lambda exc: console_errors.append(str(exc)))
 
     def record(request):
@@ -153,14 +174,20 @@ def test_page_in_browser(source, server, browser):
     if source in CHAPTERS_WITH_MATH:
         assert raw_math > 0, f"{stem} shows no math at all"
     if raw_math:
-        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=30000)
+        page.wait_for_function(
+            "() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+            timeout=30000,
+        )
         page.evaluate("() => MathJax.startup.promise")
-        assert page.locator("mjx-container").count() >= raw_math, f"{stem}: some math was not typeset"
+        assert page.locator("mjx-container").count() >= raw_math, (
+            f"{stem}: some math was not typeset"
+        )
         assert page.locator("mjx-merror").count() == 0, f"{stem} has a MathJax error"
 
     # Images: every one loaded with a real size.
     broken = page.evaluate(
-        "() => Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)"
+        "() => Array.from(document.images)"
+        ".filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)"
     )
     assert broken == [], broken
 
@@ -170,8 +197,12 @@ def test_page_in_browser(source, server, browser):
         source_path = ROOT / f"{source}.ipynb"
     if source_path.suffix == ".ipynb" or (ROOT / f"{stem}.ipynb").exists():
         repo = urlparse(set_repo_url.configured_url()).path.strip("/")
-        expected = f"https://colab.research.google.com/github/{repo}/blob/main/{stem}.ipynb"
-        links = page.eval_on_selector_all("a[href*='colab.research.google.com']", "els => els.map(e => e.href)")
+        expected = (
+            f"https://colab.research.google.com/github/{repo}/blob/main/{stem}.ipynb"
+        )
+        links = page.eval_on_selector_all(
+            "a[href*='colab.research.google.com']", "els => els.map(e => e.href)"
+        )
         assert expected in links, (expected, links)
 
         # The setup cell: collapsed, open on click.
