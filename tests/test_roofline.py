@@ -232,3 +232,107 @@ def test_plot_refuses_a_roofline_it_cannot_draw():
         plot.benchmark(data, roofline=True)
     with pytest.raises(TypeError, match="roofline must be a bool"):
         plot.benchmark(_synthetic(), roofline="yes")
+
+
+# -- where the time goes: relpos.bench.profile --------------------------------------
+
+from relpos.bench import profile  # noqa: E402
+
+PROFILE_CONFIG = bench.BenchConfig(
+    hidden=32, heads=4, max_relative_positions=16, position_buckets=8, matmul_size=32
+)
+
+
+def _profile_modules(n: int = 24) -> tuple[dict, torch.Tensor, torch.Tensor]:
+    weights = bench.random_weights(PROFILE_CONFIG)
+    modules = {
+        name: bench.build_module(name, PROFILE_CONFIG, weights) for name in profile.STAGES
+    }
+    inputs = bench.make_inputs(PROFILE_CONFIG, n)
+    return modules, inputs["hidden_states"], inputs["table"]
+
+
+@pytest.mark.parametrize("backend", ["gather", "flex"])
+def test_profiled_stages_compute_the_module_forward(backend):
+    modules, x, table = _profile_modules()
+    pipeline = {"gather": profile.gather_forward, "flex": profile.flex_forward}[backend]
+    stages = []
+    with torch.no_grad():
+        staged = pipeline(modules[backend], x, table, stages.append)
+        whole = modules[backend](x, table, torch.ones(x.shape[:2], dtype=torch.long))
+    assert stages == list(profile.STAGES[backend])
+    assert torch.equal(staged, whole)
+
+
+def _synthetic_profile() -> dict:
+    """A profile whose summary is known: a floor of 0.2 s."""
+    stages = {
+        "gather": dict(zip(profile.STAGES["gather"], (0.1, 0.1, 0.0, 0.4, 0.4))),
+        "flex": dict(zip(profile.STAGES["flex"], (0.1, 0.0, 0.02, 0.08, 0.6))),
+    }
+    return {
+        "schema": profile.SCHEMA,
+        "machine": {},
+        "config": {},
+        "flops": 10**9,
+        "floor_s": 0.2,
+        "forward_s": {"gather": 1.0, "flex": 0.8},
+        "stages_s": stages,
+        "kernels_s": dict(zip(profile.KERNELS, (0.1, 0.3, 0.4, 0.5))),
+    }
+
+
+def test_profile_summary_of_a_synthetic_profile():
+    summary = profile.profile_summary(_synthetic_profile())
+    assert summary["fraction"] == pytest.approx({"gather": 0.2, "flex": 0.25})
+    assert summary["share"]["gather"]["gathers"] == pytest.approx(0.4)
+    assert summary["share"]["flex"]["kernel"] == pytest.approx(0.75)
+    alone = summary["flex_kernel_alone"]
+    assert alone["outside_s"] == pytest.approx(0.2)  # 0.1 + 0 + 0.02 + 0.08
+    assert alone["plain_kernel_s"] == 0.3
+    assert alone["best_fraction"] == pytest.approx(0.2 / 0.5)
+    without = summary["gather_without_gathers"]
+    assert without["seconds"] == pytest.approx(0.6)
+    assert without["best_fraction"] == pytest.approx(0.2 / 0.6)
+
+
+def test_profile_summary_rejects_what_is_not_a_profile():
+    with pytest.raises(ValueError, match="must be a profile of schema"):
+        profile.profile_summary(_synthetic())
+    data = _synthetic_profile()
+    del data["kernels_s"]
+    with pytest.raises(ValueError, match=r"lacks \['kernels_s'\]"):
+        profile.profile_summary(data)
+    data = _synthetic_profile()
+    data["stages_s"]["flex"].pop("lookup")
+    with pytest.raises(ValueError, match="must have the stages"):
+        profile.profile_summary(data)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        (dict(n=0), ValueError, "n must be an int >= 1"),
+        (dict(repeats=1.5), TypeError, "repeats must be an int"),
+        (dict(config="cpu"), TypeError, "config must be a BenchConfig"),
+        (dict(config=bench.BenchConfig(dtype="float64")), ValueError, "CPU float32"),
+    ],
+)
+def test_profile_forward_rejects_bad_arguments(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        profile.profile_forward(**{"n": 8, **kwargs})
+
+
+def test_committed_profile_reads_as_a_profile():
+    data = results.load("profile_cpu.json")
+    summary = profile.profile_summary(data)
+    setup = data["config"]
+    assert data["flops"] == bench.config_flops(setup["n"], setup)
+    assert data["floor_s"] == pytest.approx(
+        data["flops"] / data["machine"]["matmul"]["flop_per_s"]
+    )
+    for name, parts in data["stages_s"].items():
+        runs = data["runs_s"]["stages"][name]
+        assert all(parts[s] == statistics.median(runs[s]) for s in parts)
+        assert len(data["runs_s"]["forward"][name]) == setup["repeats"]
+    assert 0 < summary["flex_kernel_alone"]["best_fraction"]

@@ -52,6 +52,10 @@ device and thread count: ``repeats`` products of two ``--matmul-size`` square
 matrices (after a warm-up) before the first length and again after the last,
 ``2 size^3`` over the median of them all.
 
+Where the rest of the time goes: :mod:`relpos.bench.profile` times the stages
+of ``gather`` and ``flex`` and four attention kernels alone at one length
+(``python -m relpos.bench.profile``; the book's copy is ``profile_cpu.json``).
+
 Skips: ``naive`` above ``--naive-max-length``, and any measurement whose
 :func:`estimate_peak_bytes` exceeds ``--max-memory-gb``, are recorded with status
 ``"skipped"`` and the reason in ``note``. An out-of-memory or any other error in
