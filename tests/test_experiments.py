@@ -453,6 +453,8 @@ def test_cli_writes_json_and_figure_and_reproduces(tmp_path):
     assert data["seeds"] == [0, 1] and data["train_sizes"] == [8]
     assert data["schemes"] == ["none", "deberta"]
     assert set(data["tasks"]) == {"relative", "absolute"}
+    assert data["tasks"]["absolute"]["param"] == TASKS["absolute"].param
+    assert data["tasks"]["relative"]["vocab_size"] == TASKS["relative"].vocab_size
     assert data["settings"]["steps"] == 3 and data["settings"]["test_lengths"] == [
         8,
         16,

@@ -15,7 +15,7 @@ The JSON (``SCHEMA = 1``)::
                  "date"},
      "torch": "2.x",
      "settings": {every field of Config except task/scheme/train_size/seed},
-     "tasks": {name: {"description", "kind", "param", "chance"}},
+     "tasks": {name: {"description", "kind", "param", "vocab_size", "chance"}},
      "schemes": [...], "train_sizes": [...], "seeds": [...],
      "runs": [{"task", "scheme", "train_size", "seed", "model_seed", "parameters",
                "accuracy": {"<length>": float}, "final_loss", "train_seconds",
@@ -232,6 +232,7 @@ def run_sweep(
                     "description": task.description,
                     "kind": task.kind,
                     "param": task.param,
+                    "vocab_size": task.vocab_size,
                     "chance": task.chance,
                 }
                 for name, task in ((t, get_task(t)) for t in tasks)
