@@ -197,7 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--hidden-size",
         type=_int(1),
         default=base.hidden_size,
-        help=f"model width (default: {base.hidden_size})",
+        help="model width; the feed-forward width is twice it "
+        f"(default: {base.hidden_size})",
     )
     add(
         "--num-heads",
