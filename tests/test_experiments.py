@@ -474,3 +474,26 @@ def test_cli_writes_json_and_figure_and_reproduces(tmp_path):
     again = tmp_path / "again.json"
     main([*argv, "--output", str(again)])
     assert numbers_only(json.loads(again.read_text())) == numbers_only(data)
+
+
+def test_summary_cells_key_every_row_of_the_committed_sweep():
+    from relpos import results
+    from relpos.experiments import summary_cells
+
+    sweep = results.load("sweep.json")
+    cells = summary_cells(sweep)
+    assert cells == summary_cells(sweep["summary"])
+    settings = sweep["settings"]
+    expected = {
+        (task, scheme, size, n)
+        for task in sweep["tasks"]
+        for scheme in sweep["schemes"]
+        for size in sweep["train_sizes"]
+        for n in settings["test_lengths"]
+    }
+    assert set(cells) == expected
+    for (task, scheme, size, n), row in cells.items():
+        assert (row["task"], row["scheme"], row["train_size"], row["length"]) == (
+            task, scheme, size, n
+        )
+        assert row["n"] == len(sweep["seeds"])

@@ -59,6 +59,7 @@ from .sweep import (
     run_one,
     run_sweep,
     summarize,
+    summary_cells,
 )
 from .tasks import NO_TOKEN, TASKS, VOCAB_SIZE, Task, get_task
 from .train import Trained, deterministic, initial_model, train
@@ -102,6 +103,7 @@ __all__ = [
     "run_one",
     "run_sweep",
     "summarize",
+    "summary_cells",
     "table_similarity",
     "train",
 ]

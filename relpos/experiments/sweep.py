@@ -167,6 +167,20 @@ def summarize(runs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def summary_cells(result: dict[str, Any]) -> dict[tuple[str, str, int, int], dict]:
+    """The summary of a sweep keyed by ``(task, scheme, train_size, length)``.
+
+    ``result`` is the JSON that ``run_sweep`` writes (or its ``"summary"`` list
+    itself); each value is one summary row (``mean``, ``std``, ``min``, ``max``,
+    ``n`` over the seeds).
+
+    Shapes:
+        (no tensors)
+    """
+    rows = result["summary"] if isinstance(result, dict) else result
+    return {(r["task"], r["scheme"], r["train_size"], r["length"]): r for r in rows}
+
+
 def _check_names(name: str, values: list[str], known: Iterable[str]) -> list[str]:
     known = tuple(known)
     if not values or any(v not in known for v in values):
