@@ -22,6 +22,15 @@ def check_int(name: str, value: object, *, minimum: int | None = None) -> int:
     return value
 
 
+def check_rate(name: str, value: object) -> float:
+    """Return a probability (a dropout rate) as a ``float`` after checking it is in ``[0, 1)``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a float in [0, 1), got {type(value).__name__} {value!r}")
+    if not 0.0 <= float(value) < 1.0:
+        raise ValueError(f"{name} must be a float in [0, 1), got {value!r}")
+    return float(value)
+
+
 def check_int_tensor(name: str, value: torch.Tensor) -> torch.Tensor:
     """Check that ``value`` is a tensor of an integer dtype (not float, not bool)."""
     if not isinstance(value, torch.Tensor):

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_choice, check_int
+from ._checks import check_choice, check_int, check_rate
 from .positions import attention_span, distance_lookup, index_from_lookup, relative_position_index
 
 POS_ATT_TYPES = ("c2p", "p2c")
@@ -211,9 +211,7 @@ class DisentangledSelfAttention(nn.Module):
             check_choice("pos_att_type entries", term, POS_ATT_TYPES)
         self.pos_att_type = tuple(t for t in POS_ATT_TYPES if t in pos_att_type)
         self.share_att_key = bool(share_att_key)
-        if not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be a float in [0, 1), got {dropout!r}")
-        self.dropout_p = float(dropout)
+        self.dropout_p = check_rate("dropout", dropout)
         self.backend = check_choice("backend", backend, BACKENDS)
 
         self.query_proj = nn.Linear(hidden_size, hidden_size)

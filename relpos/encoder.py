@@ -24,18 +24,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from ._checks import check_int
+from ._checks import check_int, check_rate
 from .attention import DisentangledSelfAttention
 from .embedding import RelativePositionEmbedding
-
-
-def _check_rate(name: str, value: object) -> float:
-    """A dropout probability: a float in ``[0, 1)``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a float in [0, 1), got {type(value).__name__}")
-    if not 0.0 <= float(value) < 1.0:
-        raise ValueError(f"{name} must be a float in [0, 1), got {value!r}")
-    return float(value)
 
 
 def _check_eps(value: object) -> float:
@@ -140,7 +131,7 @@ class EncoderLayer(nn.Module):
                 f"attention has hidden_size={own_width} but hidden_size={hidden_size}; "
                 "they must be equal"
             )
-        self.dropout_p = _check_rate("dropout", dropout)
+        self.dropout_p = check_rate("dropout", dropout)
         self.layer_norm_eps = _check_eps(layer_norm_eps)
 
         self.attention = attention
@@ -230,7 +221,7 @@ class DisentangledEncoderLayer(EncoderLayer):
         layer_norm_eps: float = 1e-7,
         backend: str = "gather",
     ) -> None:
-        dropout = _check_rate("dropout", dropout)
+        dropout = check_rate("dropout", dropout)
         if attention_dropout is None:
             attention_dropout = dropout
         attention = DisentangledSelfAttention(
@@ -240,7 +231,7 @@ class DisentangledEncoderLayer(EncoderLayer):
             position_buckets=position_buckets,
             pos_att_type=pos_att_type,
             share_att_key=share_att_key,
-            dropout=_check_rate("attention_dropout", attention_dropout),
+            dropout=check_rate("attention_dropout", attention_dropout),
             backend=backend,
         )
         super().__init__(

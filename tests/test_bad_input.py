@@ -177,6 +177,8 @@ def test_bad_head_count_and_dropout() -> None:
         DisentangledSelfAttention(32, 4, dropout=1.0)
     with pytest.raises(ValueError, match="dropout"):
         DisentangledSelfAttention(32, 4, dropout=-0.1)
+    with pytest.raises(TypeError, match="dropout must be a float"):
+        DisentangledSelfAttention(32, 4, dropout="0.1")
 
 
 def test_flex_refuses_dropout_in_training() -> None:

@@ -31,7 +31,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from .._checks import check_int, check_int_tensor
+from .._checks import check_int, check_int_tensor, check_rate
 
 
 class SchemeScores(NamedTuple):
@@ -72,15 +72,6 @@ def masked_softmax(logits: torch.Tensor, key_mask: torch.Tensor | None) -> torch
     return logits.softmax(-1)
 
 
-def _check_dropout(dropout: object) -> float:
-    """Return ``dropout`` as a float after checking that it lies in ``[0, 1)``."""
-    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)):
-        raise TypeError(f"dropout must be a float in [0, 1), got {dropout!r}")
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be a float in [0, 1), got {dropout!r}")
-    return float(dropout)
-
-
 class SchemeSelfAttention(nn.Module):
     """Multi-head self-attention with the three hooks a position scheme may override.
 
@@ -110,7 +101,7 @@ class SchemeSelfAttention(nn.Module):
                 f"hidden_size={hidden_size} and num_heads={num_heads}"
             )
         self.head_size = self.hidden_size // self.num_heads
-        self.dropout_p = _check_dropout(dropout)
+        self.dropout_p = check_rate("dropout", dropout)
         self.query_proj = nn.Linear(self.hidden_size, self.hidden_size)
         self.key_proj = nn.Linear(self.hidden_size, self.hidden_size)
         self.value_proj = nn.Linear(self.hidden_size, self.hidden_size)
