@@ -13,7 +13,7 @@ env: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[book,test]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[book,site,test]"
 	touch $(STAMP)
 
 book: $(STAMP)

@@ -46,9 +46,25 @@ from .positions import (
     relative_positions,
 )
 
-from . import results  # committed results shipped as package data
-
 __version__ = "0.1.0"
+
+# Renamed in 0.2: the book's machinery moved to relpos.book. The old names stay
+# importable from relpos for one release, with a DeprecationWarning.
+_MOVED_TO_BOOK = ("bench", "exercises", "experiments", "plot", "results")
+
+
+def __getattr__(name: str):
+    if name in _MOVED_TO_BOOK:
+        import importlib
+        import warnings
+
+        warnings.warn(
+            f"relpos.{name} moved to relpos.book.{name}; the old name goes in 0.3",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return importlib.import_module(f"relpos.book.{name}")
+    raise AttributeError(f"module 'relpos' has no attribute {name!r}")
 
 __all__ = [
     "AttentionScores",

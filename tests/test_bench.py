@@ -1,4 +1,4 @@
-"""The benchmark harness (relpos.bench) on tiny shapes: schema, statuses, ratios, table, CLI.
+"""The benchmark harness (relpos.book.bench) on tiny shapes: schema, statuses, ratios, table, CLI.
 
 These tests check the harness, not the speed: speed and memory goals are
 ratios measured by a full benchmark run, never asserted here. flex is left out
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from relpos import bench, results
+from relpos.book import bench, results
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = dict(
@@ -259,7 +259,7 @@ def test_load_results_wants_the_roofline_from_schema_2_on(run, tmp_path):
 
 def test_command_line_help_exits_cleanly():
     done = subprocess.run(
-        [sys.executable, "-m", "relpos.bench", "--help"], capture_output=True, text=True, cwd=ROOT
+        [sys.executable, "-m", "relpos.book.bench", "--help"], capture_output=True, text=True, cwd=ROOT
     )
     assert done.returncode == 0, done.stderr
     options = ("--lengths", "--backends", "--naive-max-length", "--max-memory-gb",

@@ -1,6 +1,6 @@
 """Each exercise check passes its reference and fails, with a hint, on a usual mistake.
 
-For each label in ``relpos.exercises.labels()``, CASES holds a reference answer
+For each label in ``relpos.book.exercises.labels()``, CASES holds a reference answer
 and the typical wrong answers with a fragment of the hint each must produce. A
 check without an entry here fails ``test_every_check_is_tested``; the notebooks
 name only checks that exist (``test_every_notebook_check_exists``).
@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 import relpos
-from relpos.exercises import ExerciseError, check, labels
+from relpos.book.exercises import ExerciseError, check, labels
 
 ROOT = Path(__file__).resolve().parent.parent
 

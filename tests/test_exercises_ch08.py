@@ -15,11 +15,11 @@ import pytest
 import torch
 
 import relpos
-from relpos import results
-from relpos.exercises import ExerciseError, check
-from relpos.exercises.ch08 import own_row_span
-from relpos.experiments import SCHEMES, Config, compare, register_scheme
-from relpos.experiments.schemes import (
+from relpos.book import results
+from relpos.book.exercises import ExerciseError, check
+from relpos.book.exercises.ch08 import own_row_span
+from relpos.book.experiments import SCHEMES, Config, compare, register_scheme
+from relpos.book.experiments.schemes import (
     LearnedPositions,
     content_encoder,
     disentangled_encoder,

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from relpos import schemes
-from relpos.exercises import ExerciseError, check
+from relpos.book.exercises import ExerciseError, check
 
 # -- ch9-ex1: ALiBi's slopes ---------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Tests of relpos.experiments: tasks, schemes, model, trainer, measures, sweep and CLI.
+"""Tests of relpos.book.experiments: tasks, schemes, model, trainer, measures, sweep and CLI.
 
 Every training run here is tiny (a few steps, width 8-32) except one: the
 deberta scheme learning the relative task, a few hundred steps of a width-32
@@ -14,7 +14,7 @@ import sys
 import pytest
 import torch
 
-from relpos.experiments import (
+from relpos.book.experiments import (
     NO_TOKEN,
     SCHEMES,
     TASKS,
@@ -38,8 +38,8 @@ from relpos.experiments import (
     table_similarity,
     train,
 )
-from relpos.experiments.cli import build_parser, main
-from relpos.experiments.tasks import Task, position_labels, shifted_labels
+from relpos.book.experiments.cli import build_parser, main
+from relpos.book.experiments.tasks import Task, position_labels, shifted_labels
 
 TINY = dict(
     train_length=8,
@@ -156,7 +156,7 @@ def test_seeds_depend_on_their_parts_only():
 
 def test_derived_seed_is_the_same_in_a_fresh_process():
     code = (
-        "from relpos.experiments import derive_seed; "
+        "from relpos.book.experiments import derive_seed; "
         "print(derive_seed('model', 1, 'far'))"
     )
     out = subprocess.run(
@@ -448,7 +448,7 @@ def test_cli_writes_json_and_figure_and_reproduces(tmp_path):
     )
     assert data["machine"]["torch_threads"] == 1
     assert data["command"].startswith(
-        "python -m relpos.experiments --task relative,absolute"
+        "python -m relpos.book.experiments --task relative,absolute"
     )
     assert data["seeds"] == [0, 1] and data["train_sizes"] == [8]
     assert data["schemes"] == ["none", "deberta"]
@@ -477,8 +477,8 @@ def test_cli_writes_json_and_figure_and_reproduces(tmp_path):
 
 
 def test_summary_cells_key_every_row_of_the_committed_sweep():
-    from relpos import results
-    from relpos.experiments import summary_cells
+    from relpos.book import results
+    from relpos.book.experiments import summary_cells
 
     sweep = results.load("sweep.json")
     cells = summary_cells(sweep)

@@ -12,7 +12,7 @@ import torch
 from matplotlib.figure import Figure
 
 import relpos
-from relpos import plot
+from relpos.book import plot
 
 
 def _scores() -> relpos.AttentionScores:

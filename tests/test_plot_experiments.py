@@ -1,4 +1,4 @@
-"""Tests of the sweep figures in relpos.plot, through the data they draw.
+"""Tests of the sweep figures in relpos.book.plot, through the data they draw.
 
 The results dict here is made by hand (no training): two tasks, two schemes,
 two sizes, three lengths, with distinct means so that a mix-up shows.
@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 import torch
 
 from relpos import AttentionScores
-from relpos.plot import experiment_sweep, score_by_distance, table_bands
+from relpos.book.plot import experiment_sweep, score_by_distance, table_bands
 
 TASKS = ("relative", "far")
 SCHEMES = ("absolute", "deberta")

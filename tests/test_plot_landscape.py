@@ -7,7 +7,8 @@ import pytest
 import torch
 
 import relpos
-from relpos import plot, schemes
+from relpos import schemes
+from relpos.book import plot
 
 HIDDEN, HEADS, K = 32, 4, 8
 

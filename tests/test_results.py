@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from relpos import bench, results
+from relpos.book import bench, results
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_every_committed_file_is_listed_and_readable():
-    folder = ROOT / "relpos" / "results"
+    folder = ROOT / "relpos" / "book" / "results"
     on_disk = sorted(p.name for p in folder.iterdir() if p.suffix in (".json", ".png", ".svg"))
     assert results.names() == on_disk
     for name in on_disk:
@@ -28,7 +28,7 @@ def test_the_benchmark_reads_its_committed_json():
 
 def test_package_data_covers_every_committed_suffix():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    patterns = config["tool"]["setuptools"]["package-data"]["relpos.results"]
+    patterns = config["tool"]["setuptools"]["package-data"]["relpos.book.results"]
     for name in results.names():
         assert any(name.endswith(p.removeprefix("*")) for p in patterns), name
 

@@ -17,7 +17,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
 import relpos
-from relpos import bench, plot, results
+from relpos.book import bench, plot, results
 
 CASES = [  # hidden, heads, span, buckets, terms, share_att_key, batch, n
     (32, 4, 8, -1, ("c2p", "p2c"), True, 2, 24),
@@ -234,9 +234,9 @@ def test_plot_refuses_a_roofline_it_cannot_draw():
         plot.benchmark(_synthetic(), roofline="yes")
 
 
-# -- where the time goes: relpos.bench.profile --------------------------------------
+# -- where the time goes: relpos.book.bench.profile --------------------------------------
 
-from relpos.bench import profile  # noqa: E402
+from relpos.book.bench import profile  # noqa: E402
 
 PROFILE_CONFIG = bench.BenchConfig(
     hidden=32, heads=4, max_relative_positions=16, position_buckets=8, matmul_size=32

@@ -511,8 +511,8 @@ def test_score_by_distance_bad_input():
 
 @pytest.mark.parametrize("name", SCHEMES)
 def test_scheme_trains_in_the_experiment_model(name):
-    from relpos.experiments.config import Config
-    from relpos.experiments.train import initial_model, train
+    from relpos.book.experiments.config import Config
+    from relpos.book.experiments.train import initial_model, train
 
     config = Config(
         scheme=name,

@@ -7,7 +7,7 @@ kernel, and no relpos):
 
 The notebook is copied by itself into a fresh temporary folder (nothing of the
 repository beside it), its setup cell's REPO_URL is pointed at ``--repo`` (so the
-cell's ``pip install relpos[interop] @ git+REPO_URL`` installs the clone under
+cell's ``pip install relpos[book,interop] @ git+REPO_URL`` installs the clone under
 test), and every cell runs in a kernel of this Python with that folder as the
 working directory. Outputs are not compared: this checks that the chapter runs
 alone, not what it prints (nbval does that). On an error it names the chapter and

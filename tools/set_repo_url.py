@@ -31,7 +31,7 @@ except ImportError:
     import subprocess
     import sys
 
-    package = f"relpos[interop] @ git+{{REPO_URL}}"
+    package = f"relpos[book,interop] @ git+{{REPO_URL}}"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", package], check=True)
     importlib.invalidate_caches()
     import relpos'''

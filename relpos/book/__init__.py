@@ -1,0 +1,13 @@
+"""The book's machinery, built on the core: exercise checks, figures, results, experiments.
+
+Nothing in the core (``relpos`` without ``.book``) imports this package, and
+``import relpos`` loads neither it nor matplotlib. It needs the ``book`` extra
+(``pip install "relpos[book]"``: matplotlib, numpy and tqdm):
+
+- ``relpos.book.exercises``: ``check(label, answer)`` for every exercise of the book;
+- ``relpos.book.plot``: the book's figures, each a function returning a Figure;
+- ``relpos.book.results``: the committed benchmark and sweep JSON (package data);
+- ``relpos.book.experiments``: tiny models trained on synthetic tasks
+  (``python -m relpos.book.experiments``);
+- ``relpos.book.bench``: the speed and memory benchmark (``python -m relpos.book.bench``).
+"""

@@ -1,0 +1,101 @@
+"""Checks for chapter 1, from absolute to relative positions.
+
+Shapes:
+    ch1-ex1: a function ``n -> (n, n)``; ch1-ex2: ``(7, 7)``; ch1-ex3: ``(n - 2,)``, int
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from relpos.positions import delta, relative_position_index, relative_positions
+from ._core import as_number, as_tensor, call, close, exercise, fail, require_callable
+
+
+@exercise("ch1-ex1")
+def distance_matrix(answer: Callable[[int], Any]) -> str:
+    """``answer(n)`` is the ``(n, n)`` matrix of ``i - j``, built from ``torch.arange``.
+
+    Shapes:
+        answer(n): ``(n, n)``
+    """
+    function = require_callable(answer, "a function of n, such as distance_matrix")
+    for n in (1, 2, 5, 9):
+        expected = relative_positions(n)
+        got = as_tensor(call(function, n, what=f"distance_matrix({n})"), "a tensor")
+        if tuple(got.shape) != (n, n):
+            fail(
+                f"distance_matrix({n}) should have shape ({n}, {n}), "
+                f"got {tuple(got.shape)}"
+            )
+        if n > 1 and torch.equal(got.long(), -expected):
+            fail(
+                "your matrix is the negative of the book's: it holds j - i (key minus "
+                "query). Put the query index i on the rows: positions[:, None] - "
+                "positions[None, :]"
+            )
+        if got.is_floating_point() or got.dtype == torch.bool:
+            fail(f"distance_matrix should hold integers; got dtype {got.dtype}")
+        if not torch.equal(got.long(), expected):
+            i, j = (got.long() != expected).nonzero()[0].tolist()
+            fail(
+                f"entry ({i}, {j}) of distance_matrix({n}) is {int(got[i, j])}, "
+                "not i - j"
+            )
+    return "entry (i, j) is i - j for every n tried (1, 2, 5, 9)."
+
+
+@exercise("ch1-ex2")
+def rows_from_key_minus_query(answer: Any) -> str:
+    """The book's table rows for ``n = 7``, ``k = 4``, from a ``j - i`` matrix.
+
+    Shapes:
+        answer: ``(7, 7)``
+    """
+    got = as_tensor(answer, "a (7, 7) tensor of table rows")
+    expected = relative_position_index(7, max_relative_positions=4)
+    if tuple(got.shape) != (7, 7):
+        fail(f"the rows should have shape (7, 7), got {tuple(got.shape)}")
+    if torch.equal(got.long(), expected.T):
+        fail(
+            "you clipped and shifted j - i as it is, so every pair reads the row "
+            "of the opposite direction: flip the sign of t first, then apply delta"
+        )
+    if not torch.equal(got.long(), expected):
+        i, j = (got.long() != expected).nonzero()[0].tolist()
+        fail(f"pair ({i}, {j}) should read row delta(i - j, 4), not {int(got[i, j])}")
+    return "the T5-style matrix, negated, gives the book's rows."
+
+
+@exercise("ch1-ex3")
+def two_behind(values: Any, row: Any, *, scores: torch.Tensor, k: int = 16) -> str:
+    """The relative scores of every pair whose key is two tokens behind, and their row.
+
+    Shapes:
+        values: ``(n - 2,)``; row: an int; scores: ``(n, n)``
+    """
+    scores = as_tensor(scores, "the (n, n) score matrix")
+    got = as_tensor(values, "a tensor of scores").double().flatten()
+    behind, ahead = scores.diagonal(offset=-2), scores.diagonal(offset=2)
+    if close(got, ahead.double()) and not close(got, behind.double()):
+        fail(
+            "those are the pairs whose key is two tokens ahead (j = i + 2, "
+            "i - j = -2). "
+            "Behind means j = i - 2: the diagonal below the main one, offset=-2"
+        )
+    if not close(got, behind.double()):
+        fail(
+            f"expected the {len(behind)} entries (i, i - 2) for i = 2 ... "
+            f"{scores.shape[0] - 1}, read along one diagonal of scores"
+        )
+    number = as_number(row, "the table row, an int")
+    if number == delta(-2, k):
+        fail(
+            f"row {int(number)} is the row of distance -2 (a key ahead); "
+            "here i - j = +2"
+        )
+    if number != delta(2, k):
+        fail(f"row {number:g} is not delta(+2) for k = {k}: clip, then add k")
+    return f"all {len(behind)} pairs two behind read row {delta(2, k)} and score alike."

@@ -1,0 +1,100 @@
+"""Checks for chapter 3, the 2k table.
+
+Shapes:
+    ch3-ex1: a function ``(n, k) -> int``; ch3-ex2: an int; ch3-ex3: a float
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from relpos.embedding import per_pair_memory_bytes
+from relpos.positions import relative_position_index
+from ._core import as_number, call, exercise, fail, require_callable
+
+
+@exercise("ch3-ex1")
+def rows_read(answer: Callable[[int, int], Any]) -> str:
+    """``answer(n, k)``: how many distinct table rows a sequence of ``n`` tokens reads.
+
+    Shapes:
+        (scalars only)
+    """
+    function = require_callable(answer, "a function of (n, k)")
+    for k in (3, 8):
+        for n in range(1, 21):
+            index = relative_position_index(n, max_relative_positions=k)
+            expected = index.unique().numel()
+            got = as_number(
+                call(function, n, k, what=f"f({n}, {k})"), "a number of rows"
+            )
+            if got == expected:
+                continue
+            if got == 2 * n - 1:
+                fail(
+                    f"f({n}, {k}) = {got:g}: past n = k the clipping caps "
+                    "the rows at 2k"
+                )
+            if n <= k and got == 2 * n:
+                fail(
+                    f"f({n}, {k}) = {got:g}: n tokens have 2n - 1 distinct distances, "
+                    "from -(n - 1) to n - 1"
+                )
+            fail(f"f({n}, {k}) = {got:g} rows; count the distinct values of the index")
+    return "min(2n - 1, 2k) for every n <= 20, k in (3, 8)."
+
+
+@exercise("ch3-ex2")
+def longest_bfloat16_sequence(answer: Any) -> str:
+    """The longest ``n`` whose ``(n, n, 768)`` bfloat16 tensor fits in 16 GiB.
+
+    Shapes:
+        (scalars only)
+    """
+    n = as_number(answer, "a sequence length, an int")
+    budget, hidden = 16 * 2**30, 768
+    if n != int(n) or n < 1:
+        fail(f"a sequence length is a positive whole number; got {n:g}")
+    n = int(n)
+    needed = per_pair_memory_bytes(n, hidden, element_size=2)
+    if needed > budget:
+        fail(f"n = {n} does not fit: its tensor needs {needed / 2**30:.2f} GiB")
+    if per_pair_memory_bytes(n + 1, hidden, element_size=2) <= budget:
+        if (
+            per_pair_memory_bytes(n, hidden, element_size=4)
+            <= budget
+            < (per_pair_memory_bytes(n + 1, hidden, element_size=4))
+        ):
+            fail("that is the float32 answer (4 bytes per number); bfloat16 has 2")
+        if n * n * hidden * 2 <= 16e9 < (n + 1) ** 2 * hidden * 2:
+            fail(
+                "16 GB is 16e9 bytes; a GiB is 2**30 bytes, so 16 GiB is a little more"
+            )
+        fail(f"n = {n} fits, but so does n = {n + 1}: look for the longest")
+    return f"n = {n}; one token more needs more than 16 GiB."
+
+
+@exercise("ch3-ex3")
+def sinusoidal_row_norm(answer: Any) -> str:
+    """The norm shared by every row of the sinusoidal table at hidden size 768.
+
+    Shapes:
+        (scalars only)
+    """
+    norm = as_number(answer, "a number, the norm of a row")
+    expected = math.sqrt(768 / 2)
+    if math.isclose(norm, math.sqrt(768), rel_tol=1e-4):
+        fail(
+            "sqrt(768) would need 768 unit entries; a (sin, cos) pair has norm 1, "
+            "and a row holds 384 such pairs"
+        )
+    if math.isclose(norm, 1.0, rel_tol=1e-4):
+        fail(
+            "the rows are not unit vectors: each of its 384 (sin, cos) pairs has norm 1"
+        )
+    if not math.isclose(norm, expected, rel_tol=1e-4):
+        fail(
+            f"{norm:g} is not the norm; add up sin^2 + cos^2 over the pairs of columns"
+        )
+    return "sqrt(384): every (sin, cos) pair adds 1 to the squared norm."

@@ -1,0 +1,84 @@
+"""Checks for chapter 6, long sequences and log buckets.
+
+Shapes:
+    ch6-ex1: two ints; ch6-ex2: an int; ch6-ex3: a float in [0, 1]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from relpos.positions import log_bucket_position, position_index
+from ._core import as_number, exercise, fail
+
+
+@exercise("ch6-ex1")
+def edge_row_pairs(row_zero: Any, last_row: Any) -> str:
+    """Pairs of 1000 tokens on row 0 and on row 255, plain clipping at k = 128.
+
+    Shapes:
+        (scalars only)
+    """
+    n, k = 1000, 128
+    first = (n - k) * (n - k + 1) // 2
+    last = (n - k + 1) * (n - k + 2) // 2
+    got = (as_number(row_zero, "a number of pairs"), as_number(last_row, "a number"))
+    if got == (last, first):
+        fail("the two counts are swapped: row 0 holds the keys k or more ahead")
+    if got[0] == first and got[1] == first:
+        fail("row 2k - 1 also collects distance k - 1, one diagonal more than row 0")
+    if got[0] != first:
+        fail(f"row 0: {got[0]:g} pairs; distance -m occurs n - m times, for m >= k")
+    if got[1] != last:
+        fail(f"row {2 * k - 1}: {got[1]:g} pairs; sum n - r over r >= k - 1")
+    return f"{first:,} and {last:,} pairs, as the closed forms say."
+
+
+@exercise("ch6-ex2")
+def first_inexact_distance(answer: Any) -> str:
+    """The first positive distance whose bucket (256 buckets, max 512) is not itself.
+
+    Shapes:
+        (scalars only)
+    """
+    got = as_number(answer, "a distance, an int")
+    r = torch.arange(1, 512)
+    first = int(r[log_bucket_position(r, 256, 512) != r][0])
+    if got <= 128:
+        fail(f"{got:g} lies in the exact region |r| <= 128, where bucket(r) = r")
+    if 128 < got < first:
+        fail(
+            f"bucket({got:g}) is still {got:g}: the ceiling hides the log curve's "
+            "slope for a few steps; look further"
+        )
+    if got != first:
+        fail(f"{got:g} is past the first one; compare bucket(r) with r for every r")
+    return f"distance {first}, whose bucket is {first - 1}."
+
+
+@exercise("ch6-ex3")
+def edge_fraction(answer: Any) -> str:
+    """The fraction of the pairs of a 2048-token sequence on an edge row (DeBERTa-v3).
+
+    Shapes:
+        (scalars only)
+    """
+    got = as_number(answer, "a fraction between 0 and 1")
+    n = 2048
+    dist = torch.arange(-(n - 1), n)
+    rows = position_index(dist, max_relative_positions=512, position_buckets=256)
+    edge = (rows == 0) | (rows == 511)
+    expected = int((n - dist.abs())[edge].sum()) / n**2
+    unweighted = int(edge.sum()) / len(dist)
+    if abs(got - 100 * expected) < 0.05:
+        fail("that is a percentage; give the fraction, between 0 and 1")
+    if abs(got - unweighted) < 5e-4:
+        fail("you counted distances, not pairs: distance r occurs for n - |r| pairs")
+    if abs(got - expected) >= 5e-4:
+        fail(
+            f"{got:.4f} is not the fraction; weight each edge distance by n - |r| "
+            "and divide by n^2"
+        )
+    return f"{100 * expected:.1f}% of the pairs read row 0 or row 511."

@@ -1,0 +1,274 @@
+"""Checks for chapter 8, relative positions at work.
+
+The checks of the two "predict, then run" exercises take the student's run
+record (an entry of ``relpos.book.experiments.compare``) and what it was built
+from; they rebuild the model (no training) to confirm that the run belongs to
+that setting, then read its accuracy. The data-efficiency check reads the
+committed sweep, ``relpos.book.results.load("sweep.json")``.
+
+Shapes:
+    ch8-ex1: an int and a run record (a dict); ch8-ex2: a dict {scheme: int or
+    None}; ch8-ex3: a scheme builder ``config -> (input_positions, encoder)`` and a
+    run record
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from relpos.positions import position_index
+from ._core import as_number, call, exercise, fail, require_callable
+
+FAR_DISTANCE = 12  # the shift of the far task
+THRESHOLD = 0.9  # "solves the task": mean accuracy of at least 90%
+
+
+def own_row_span(distance: int, *, largest: int = 256) -> int:
+    """The smallest span ``k`` at which ``distance`` has a row no other distance reads.
+
+    Shapes:
+        (scalars only)
+    """
+    distances = torch.arange(-4 * largest, 4 * largest + 1)  # (8 * largest + 1,)
+    for k in range(2, largest + 1):
+        rows = position_index(distances, max_relative_positions=k)  # one per distance
+        mine = rows[distances == distance]
+        if int((rows == mine).sum()) == 1:
+            return k
+    raise ValueError(f"distance must be below {largest}, got {distance}")
+
+
+def _run_record(run: Any) -> dict[str, Any]:
+    """``run`` if it looks like one entry of ``compare(...)``, else a hint."""
+    needed = {"task", "scheme", "accuracy", "parameters"}
+    if not isinstance(run, dict) or not needed <= set(run):
+        fail(
+            "run must be one entry of compare(...), for example "
+            'compare(config, ["deberta"])["deberta"]; got '
+            f"{type(run).__name__}"
+        )
+    return run
+
+
+def _accuracy_at(run: dict[str, Any], length: int) -> float:
+    """The run's accuracy at test ``length``, or a hint naming the lengths it has."""
+    accuracy = run["accuracy"]
+    key = str(length)
+    if key not in accuracy:
+        fail(
+            f"the run was not tested at its training length {length}; its test "
+            f"lengths are {', '.join(accuracy)}: keep the training length among them"
+        )
+    return float(accuracy[key])
+
+
+def _lengths(run: dict[str, Any]) -> str:
+    return ", ".join(
+        f"{100 * float(acc):.0f}% at {n}" for n, acc in run["accuracy"].items()
+    )
+
+
+def _check_parameters(run: dict[str, Any], config: Any, what: str) -> None:
+    """A hint unless ``run`` has the parameter count of ``config``'s model."""
+    from ..experiments import TinyModel, count_parameters
+
+    with torch.random.fork_rng():
+        expected = count_parameters(TinyModel(config))
+    if run["parameters"] != expected:
+        fail(
+            f"the run has {run['parameters']} parameters, the model of {what} has "
+            f"{expected}: the run was trained with other settings"
+        )
+
+
+@exercise("ch8-ex1")
+def far_task_with_a_wider_window(smallest_k: Any, run: Any, *, config: Any) -> str:
+    """The smallest span that gives distance 12 a row of its own, and a run with k = 16.
+
+    ``config`` is the ``relpos.book.experiments.Config`` the run was trained with.
+
+    Shapes:
+        (no tensors)
+    """
+    from ..experiments import Config
+
+    got = as_number(smallest_k, "a span k, an int")
+    expected = own_row_span(FAR_DISTANCE)
+    if got != expected:
+        if got <= FAR_DISTANCE:
+            fail(
+                f"with k = {got:g} distance {FAR_DISTANCE} lies outside the window "
+                "[-k, k - 1] and is clipped onto the last row with every farther one"
+            )
+        if got < expected:
+            fail(
+                f"with k = {got:g} distance {FAR_DISTANCE} still reads row 2k - 1, "
+                "and so does every distance behind it: the window stops at k - 1, "
+                "and its last row is shared"
+            )
+        fail(
+            f"k = {got:g} gives distance {FAR_DISTANCE} a row of its own, but so does "
+            "a smaller span: find the first k at which nothing else reads its row"
+        )
+    if not isinstance(config, Config):
+        fail(f"config must be a relpos.book.experiments.Config, got {type(config).__name__}")
+    run = _run_record(run)
+    if config.task != "far" or run["task"] != "far":
+        fail(f"train on the far task; the run's task is {run['task']!r}")
+    if run["scheme"] != "deberta":
+        fail(f"the exercise is about the deberta scheme, the run is {run['scheme']!r}")
+    if config.max_relative_positions != 16:
+        fail(
+            "the exercise asks for k = 16: config.max_relative_positions is "
+            f"{config.max_relative_positions}"
+        )
+    _check_parameters(run, config.replace(scheme="deberta"), "config")
+    at_length = _accuracy_at(run, config.train_length)
+    if at_length < THRESHOLD:
+        fail(
+            f"the run scores {100 * at_length:.0f}% at the training length; a model "
+            "that reads distance 12 directly should fit it: train for more steps"
+        )
+    row = int(position_index(torch.tensor(FAR_DISTANCE), max_relative_positions=16))
+    return (
+        f"k = {expected}; with k = 16, distance {FAR_DISTANCE} reads row {row} of "
+        f"32, and the run scores {_lengths(run)}: the far task has become the "
+        "relative task."
+    )
+
+
+def _fewest(sweep: dict[str, Any], task: str, length: int, field: str) -> dict:
+    """For each scheme, the smallest training size whose ``field`` reaches 90%."""
+    rows = [
+        r for r in sweep["summary"] if r["task"] == task and r["length"] == length
+    ]
+    fewest: dict[str, int | None] = {}
+    for scheme in sweep["schemes"]:
+        sizes = sorted(
+            r["train_size"]
+            for r in rows
+            if r["scheme"] == scheme and r[field] >= THRESHOLD
+        )
+        fewest[scheme] = sizes[0] if sizes else None
+    return fewest
+
+
+@exercise("ch8-ex2")
+def data_efficiency(answer: Any, *, sweep: dict[str, Any] | None = None) -> str:
+    """``{scheme: the fewest training sequences whose mean accuracy reaches 90%}``.
+
+    On the relative task at the training length, from the committed sweep (or
+    from ``sweep``, a dict of the same form). ``None`` where no size reaches it.
+
+    Shapes:
+        (no tensors)
+    """
+    from .. import results
+
+    sweep = results.load("sweep.json") if sweep is None else sweep
+    length = int(sweep["settings"]["train_length"])
+    expected = _fewest(sweep, "relative", length, "mean")
+    if not isinstance(answer, dict):
+        got = type(answer).__name__
+        fail(f"the answer must be a dict {{scheme: size or None}}, got {got}")
+    missing = [s for s in expected if s not in answer]
+    if missing:
+        fail(f"give one entry per scheme of the sweep; missing: {', '.join(missing)}")
+    got = {s: answer[s] for s in expected}
+    if got == expected:
+        efficient = [s for s, n in expected.items() if n == min(sweep["train_sizes"])]
+        never = [s for s, n in expected.items() if n is None]
+        return (
+            f"at {min(sweep['train_sizes'])} sequences only {', '.join(efficient)} "
+            f"reach 90%; {', '.join(never) or 'no scheme'} never do."
+        )
+    longest = max(r["length"] for r in sweep["summary"])
+    if got == _fewest(sweep, "relative", longest, "mean"):
+        fail(
+            f"those are the sizes at test length {longest}; read the accuracy at the "
+            f"training length, {length}"
+        )
+    if got == _fewest(sweep, "relative", length, "max"):
+        fail(
+            "those sizes are where the best seed reaches 90%; use the mean over seeds"
+        )
+    for scheme, size in expected.items():
+        if got[scheme] != size:
+            fail(
+                f"{scheme}: {got[scheme]!r} is not the fewest training sequences at "
+                "which its mean accuracy reaches 90% (0.9) at the training length"
+            )
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+@exercise("ch8-ex3")
+def absolute_positions_back(builder: Any, run: Any, *, config: Any) -> str:
+    """A scheme with relative attention and a learned absolute table, and its run.
+
+    ``builder(config) -> (input_positions, encoder)`` is the function given to
+    ``register_scheme``; ``run`` is its entry of ``compare(config, [name])``, and
+    ``config`` the ``relpos.book.experiments.Config`` of that call.
+
+    Shapes:
+        input_positions(n): ``(n, hidden)``; encoder: ``(b, n, hidden)``, ``(b, n)``
+            -> ``(b, n, hidden)``
+    """
+    from ..experiments import SCHEMES, Config
+
+    builder = require_callable(builder, "a function builder(config)")
+    if not isinstance(config, Config):
+        fail(f"config must be a relpos.book.experiments.Config, got {type(config).__name__}")
+    with torch.random.fork_rng():
+        parts = call(builder, config, what="builder(config)")
+    if not (isinstance(parts, tuple) and len(parts) == 2):
+        fail("builder(config) must return a pair (input_positions, encoder)")
+    input_positions, encoder = parts
+    if input_positions is None:
+        fail(
+            "input_positions is None: this is the deberta scheme again, with no "
+            "absolute position anywhere; add a learned table to the input"
+        )
+    if not hasattr(encoder, "rel_embeddings"):
+        fail(
+            "the encoder has no relative table: that is the absolute scheme; keep "
+            "DeBERTa's encoder (disentangled_encoder(config, ...))"
+        )
+    n, hidden = config.max_length, config.hidden_size
+    added = call(input_positions, n, what=f"input_positions({n})")
+    if not isinstance(added, torch.Tensor) or tuple(added.shape) != (n, hidden):
+        fail(f"input_positions({n}) must return a ({n}, {hidden}) tensor")
+    run = _run_record(run)
+    if config.task != "absolute" or run["task"] != "absolute":
+        fail(f"train on the absolute task; the run's task is {run['task']!r}")
+    if SCHEMES.get(run["scheme"]) is not builder:
+        fail(
+            f"the run's scheme {run['scheme']!r} is not this builder: register it, "
+            "register_scheme(name, builder, replace=True), and train that name"
+        )
+    _check_parameters(run, config.replace(scheme=run["scheme"]), "config")
+    length = config.train_length
+    at_length = _accuracy_at(run, length)
+    if at_length < THRESHOLD:
+        fail(
+            f"the run scores {100 * at_length:.0f}% at the training length; with "
+            "absolute positions in the input it should fit it: train for more steps"
+        )
+    beyond = {int(n): float(a) for n, a in run["accuracy"].items() if int(n) > length}
+    tail = ""
+    if beyond:
+        longest = max(beyond)
+        tail = (
+            f", {100 * beyond[longest]:.0f}% at {longest}: past the training length "
+            "the absolute rows are as untrained as in the absolute scheme"
+        )
+    return f"{100 * at_length:.0f}% at the training length{tail}."
+
+
+__all__ = [
+    "absolute_positions_back",
+    "data_efficiency",
+    "far_task_with_a_wider_window",
+    "own_row_span",
+]

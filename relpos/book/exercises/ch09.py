@@ -1,0 +1,167 @@
+"""Checks for chapter 9, where DeBERTa sits among the relative position schemes.
+
+Shapes:
+    ch9-ex1: a function ``num_heads -> (h,)``;
+    ch9-ex2: a function ``(rel (m,), num_buckets, max_distance) -> (m,)``;
+    ch9-ex3: a function ``(n, num_heads) -> (h, n, n)``
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import torch
+
+from relpos.schemes import alibi_bias, alibi_slopes, relative_distances, t5_bucket
+from ._core import as_tensor, call, exercise, fail, require_callable
+
+#: Head counts the slopes are checked at: powers of two and others.
+ALIBI_HEADS = tuple(range(1, 17)) + (20, 24, 32, 48, 64)
+
+#: ``(num_buckets, max_distance)`` settings the buckets are checked at (T5's first).
+T5_SETTINGS = ((32, 128), (16, 64), (64, 256), (8, 20))
+
+
+def _naive_slopes(num_heads: int) -> torch.Tensor:
+    """``2^(-8 m / h)`` for ``m = 1 .. h``, whatever ``h``: the usual wrong answer."""
+    m = torch.arange(1, num_heads + 1, dtype=torch.float64)
+    return torch.pow(2.0, -8.0 * m / num_heads)
+
+
+def _same(got: torch.Tensor, expected: torch.Tensor) -> bool:
+    return torch.allclose(got, expected, rtol=1e-6, atol=0.0)
+
+
+@exercise("ch9-ex1")
+def alibi_slopes_from_the_formula(answer: Callable[[int], Any]) -> str:
+    """``answer(h)``: ALiBi's slopes for ``h`` heads, at every count in ``ALIBI_HEADS``.
+
+    Compared with ``relpos.schemes.alibi_slopes`` to a relative 1e-6, so an
+    answer computed in float32 passes.
+
+    Shapes:
+        answer(h): ``(h,)``
+    """
+    function = require_callable(answer, "a function of num_heads, such as my_slopes")
+    for heads in ALIBI_HEADS:
+        what = f"my_slopes({heads})"
+        got = as_tensor(call(function, heads, what=what), "a list or tensor of slopes")
+        if tuple(got.shape) != (heads,):
+            fail(f"{what} should give one slope per head, shape ({heads},), got shape "
+                 f"{tuple(got.shape)}")
+        got = got.double()
+        expected = alibi_slopes(heads, dtype=torch.float64)  # (h,)
+        if _same(got, expected):
+            continue
+        if _same(got, expected.flip(0)):
+            fail(f"{what} is in reverse order: head 0 has the steepest slope, 2^(-8/h)")
+        if math.isclose(float(got[0]), 1.0):
+            fail(f"{what} starts at 1: m runs from 1 to h, so the first slope is "
+                 "2^(-8/h)")
+        if heads & (heads - 1) and _same(got, _naive_slopes(heads)):
+            closest = 1 << (heads.bit_length() - 1)
+            fail(f"{heads} is not a power of two, and 2^(-8m/h) is the rule for powers "
+                 f"of two. The authors' code (and BLOOM) take the {closest} slopes of "
+                 f"{closest} heads, then every other slope (the 1st, 3rd, ...) of "
+                 f"{2 * closest} heads for the remaining {heads - closest}")
+        head = int((~torch.isclose(got, expected, rtol=1e-6, atol=0.0)).nonzero()[0])
+        fail(f"{what}: head {head} has slope {float(got[head]):.6g}, which is not "
+             "ALiBi's; follow the geometric series from 2^(-8/h)")
+    return f"equal to relpos.schemes.alibi_slopes for {len(ALIBI_HEADS)} head counts."
+
+
+@exercise("ch9-ex2")
+def t5_bucket_from_the_formula(answer: Callable[..., Any]) -> str:
+    """``answer(rel, num_buckets, max_distance)``: T5's two-sided bucket of ``i - j``.
+
+    ``rel`` holds the book's distances ``i - j`` from ``-3D`` to ``3D``
+    (``D = max_distance``) as a ``torch.long`` tensor; the answer must equal
+    ``relpos.schemes.t5_bucket`` at every distance, for every setting in
+    ``T5_SETTINGS``.
+
+    Shapes:
+        rel: ``(m,)``; answer(rel, ...): ``(m,)``
+    """
+    function = require_callable(
+        answer, "a function of (rel, num_buckets, max_distance)"
+    )
+    for num_buckets, max_distance in T5_SETTINGS:
+        what = f"my_bucket(rel, {num_buckets}, {max_distance})"
+        rel = torch.arange(-3 * max_distance, 3 * max_distance + 1)  # (m,)
+        result = call(function, rel.clone(), num_buckets, max_distance, what=what)
+        if not isinstance(result, torch.Tensor):
+            fail(f"{what} returned {type(result).__name__}; return a tensor of "
+                 "buckets shaped like rel")
+        if result.is_floating_point() or result.dtype == torch.bool:
+            fail(f"{what} has dtype {result.dtype}; buckets index an embedding, so "
+                 "they must be integers (torch.long)")
+        if tuple(result.shape) != tuple(rel.shape):
+            fail(f"{what} should have rel's shape {tuple(rel.shape)}, got "
+                 f"{tuple(result.shape)}")
+        got = result.long()
+        expected = t5_bucket(rel, num_buckets=num_buckets, max_distance=max_distance)
+        if torch.equal(got, expected):
+            continue
+        if torch.equal(got, expected.flip(0)):
+            fail("keys ahead and keys behind are swapped. T5's code takes j - i (key "
+                 "minus query); rel here is the book's i - j, so keys ahead "
+                 "(i - j < 0) get the upper half, num_buckets // 2 and up")
+        if int(got.min()) < 0 or int(got.max()) >= num_buckets:
+            fail(f"{what}: buckets must lie in [0, {num_buckets}), got values from "
+                 f"{int(got.min())} to {int(got.max())}. Distances at or beyond "
+                 "max_distance share the last bucket of their side")
+        wrong = (got != expected).nonzero().flatten()
+        wrong = wrong[rel[wrong].abs().argsort(stable=True)]  # nearest first
+        shown = ", ".join(
+            f"r={int(rel[a])}: {int(got[a])} (expected {int(expected[a])})"
+            for a in wrong[:4]
+        )
+        hint = f"{what}: {len(wrong)} of {rel.numel()} distances differ, e.g. {shown}"
+        exact = num_buckets // 4
+        if bool((rel[wrong].abs() <= exact).any()):
+            hint += (f". Distances |i - j| < {exact} (num_buckets // 4) each have a "
+                     "bucket of their own; the log rule starts at that magnitude")
+        fail(hint)
+    return f"equal to relpos.schemes.t5_bucket for {len(T5_SETTINGS)} settings."
+
+
+@exercise("ch9-ex3")
+def bloom_bias(answer: Callable[[int, int], Any]) -> str:
+    """``answer(n, h)``: BLOOM's causal ALiBi bias ``slope_h * j``, keys ahead ``-inf``.
+
+    Checked entry by entry for a few ``n`` and head counts; the probabilities
+    it gives are then the same as ALiBi's ``-slope_h * (i - j)``.
+
+    Shapes:
+        answer(n, h): ``(h, n, n)``
+    """
+    function = require_callable(answer, "a function of (n, num_heads)")
+    for n, heads in ((1, 2), (6, 4), (9, 12)):
+        what = f"bloom_bias({n}, {heads})"
+        got = as_tensor(call(function, n, heads, what=what), "a tensor").double()
+        if tuple(got.shape) != (heads, n, n):
+            fail(f"{what} should have shape (h, n, n) = {(heads, n, n)}, got "
+                 f"{tuple(got.shape)}")
+        slopes = alibi_slopes(heads, dtype=torch.float64)  # (h,)
+        positions = torch.arange(n)
+        rel = relative_distances(positions, positions)  # (i, j)
+        ahead = rel < 0  # (i, j): keys after the query
+        expected = slopes[:, None, None] * positions.double()  # (h, 1, j)
+        expected = expected.expand(heads, n, n).masked_fill(ahead, float("-inf"))
+        if torch.equal(got, expected):
+            continue
+        if not torch.isinf(got[:, ahead]).all() or (got[:, ahead] > 0).any():
+            fail("keys ahead of the query (j > i) must be masked: give them -inf")
+        alibi = alibi_bias(rel, slopes, causal=True)  # (h, i, j)
+        if torch.allclose(got, alibi):
+            fail("that is ALiBi's own -slope * (i - j); BLOOM's bias is slope * j, "
+                 "a function of the key's position alone")
+        flipped = (-slopes[:, None, None] * positions.double()).expand(heads, n, n)
+        if torch.allclose(got, flipped.masked_fill(ahead, float("-inf"))):
+            fail("the sign is flipped: BLOOM adds +slope * j, so later keys get more")
+        fail(f"{what}: entry (h, i, j) with j <= i should be slope_h * j")
+    return "slope * j, which differs from -slope * (i - j) by slope * i, fixed per row."
+
+
+__all__ = ["ALIBI_HEADS", "T5_SETTINGS"]

@@ -1,0 +1,109 @@
+"""Relative positions at work: tiny models trained on synthetic tasks, one per scheme.
+
+A reader can hold the whole experiment in their head:
+
+- ``tasks``: random token sequences with one label per position (``relative``:
+  the token 3 back; ``absolute``: the position mod 4; ``far``: the token 12 back).
+- ``schemes``: the registry of position schemes (``none``, ``absolute``,
+  ``sinusoidal``, ``deberta``, ``deberta-buckets``); ``register_scheme`` adds one.
+- ``model``: token embedding -> the scheme's positions -> encoder -> classifier.
+- ``config``: the one ``Config`` dataclass of a run, and its derived seeds.
+- ``train``: the training loop, on one screen.
+- ``measure``: accuracy per length, the learned table's bands, the c2p/p2c pattern.
+- ``sweep``: every (task, scheme, training-set size, seed) into one JSON.
+- ``cli``: ``python -m relpos.book.experiments`` (``--help`` lists every flag).
+
+In a notebook, one model per scheme, a second or two each on one CPU core
+(``torch.set_num_threads(1)`` is faster for models this small)::
+
+    from relpos.book.experiments import Config, compare
+    live = Config(task="relative", steps=150, train_size=256, test_lengths=(32, 128))
+    runs = compare(live, ["absolute", "deberta"])   # {scheme: run record}
+    runs["deberta"]["accuracy"]                     # {"32": 1.0, "128": 1.0}
+
+The committed sweep is one command (its defaults); see ``cli``.
+
+Shapes:
+    tokens, labels: ``(b, n)``; logits: ``(b, n, classes)``
+"""
+
+from .config import Config, data_seed, derive_seed, model_seed
+from .measure import (
+    accuracy,
+    attention_peaks,
+    band_profile,
+    by_distance,
+    evaluate,
+    evaluation_set,
+    mean_scores,
+    relative_table,
+    table_similarity,
+)
+from .model import TinyModel, count_parameters
+from .report import format_table
+from .schemes import (
+    SCHEMES,
+    AttentionEncoder,
+    ContentSelfAttention,
+    LearnedPositions,
+    SinusoidalPositions,
+    attention_encoder,
+    build_scheme,
+    register_scheme,
+)
+from .sweep import (
+    SCHEMA,
+    compare,
+    machine_info,
+    numbers_only,
+    run_one,
+    run_sweep,
+    summarize,
+    summary_cells,
+)
+from .tasks import NO_TOKEN, TASKS, VOCAB_SIZE, Task, get_task
+from .train import Trained, deterministic, initial_model, train
+
+__all__ = [
+    "AttentionEncoder",
+    "Config",
+    "ContentSelfAttention",
+    "LearnedPositions",
+    "NO_TOKEN",
+    "SCHEMA",
+    "SCHEMES",
+    "SinusoidalPositions",
+    "TASKS",
+    "Task",
+    "TinyModel",
+    "Trained",
+    "VOCAB_SIZE",
+    "accuracy",
+    "attention_encoder",
+    "attention_peaks",
+    "band_profile",
+    "build_scheme",
+    "by_distance",
+    "compare",
+    "count_parameters",
+    "data_seed",
+    "derive_seed",
+    "deterministic",
+    "evaluate",
+    "evaluation_set",
+    "format_table",
+    "get_task",
+    "initial_model",
+    "machine_info",
+    "mean_scores",
+    "model_seed",
+    "numbers_only",
+    "register_scheme",
+    "relative_table",
+    "run_one",
+    "run_sweep",
+    "summarize",
+    "summary_cells",
+    "table_similarity",
+    "train",
+]

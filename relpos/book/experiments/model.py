@@ -1,0 +1,101 @@
+"""The tiny model: token embedding -> position scheme -> encoder -> token classifier.
+
+The whole model is this file. The position scheme is one name in the config;
+:func:`relpos.book.experiments.schemes.build_scheme` turns it into an optional
+module of absolute positions (added to the tokens) and the encoder (which may
+use relative positions inside attention). Everything else is shared by every
+scheme: same embedding, same blocks, same classifier, same initialisation.
+
+Shapes:
+    tokens: ``(b, n)`` int; attention_mask: ``(b, n)``, 1 = token
+    logits: ``(b, n, classes)``
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .config import Config
+from .schemes import EMBEDDING_STD, build_scheme
+from .tasks import get_task
+
+
+class TinyModel(nn.Module):
+    """A per-token classifier whose only position information comes from its scheme.
+
+    Args:
+        config: the run's settings; ``config.scheme`` picks the position scheme,
+            ``config.task`` the vocabulary and the number of classes.
+
+    Attributes:
+        token_embedding: ``nn.Embedding(vocab_size, hidden)``.
+        input_positions: the scheme's absolute positions, or ``None``.
+        embedding_norm: LayerNorm after the sum (as BERT and DeBERTa).
+        encoder: the scheme's encoder.
+        classifier: ``nn.Linear(hidden, num_classes)``.
+
+    Shapes:
+        forward: tokens ``(b, n)``, attention_mask ``(b, n)`` or None
+            -> logits ``(b, n, classes)``
+    """
+
+    def __init__(self, config: Config) -> None:
+        super().__init__()
+        task = get_task(config.task)
+        self.config = config
+        self.token_embedding = nn.Embedding(task.vocab_size, config.hidden_size)
+        nn.init.normal_(self.token_embedding.weight, std=EMBEDDING_STD)
+        self.input_positions, self.encoder = build_scheme(config.scheme, config)
+        self.embedding_norm = nn.LayerNorm(config.hidden_size, eps=1e-7)
+        self.classifier = nn.Linear(config.hidden_size, task.num_classes)
+
+    def forward(
+        self, tokens: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Logits of every class at every position.
+
+        Shapes:
+            tokens: ``(b, n)``; attention_mask: ``(b, n)`` or None
+            output: ``(b, n, classes)``
+        """
+        hidden = self.embed(tokens)  # (b, n, hidden)
+        hidden = self.encoder(hidden, attention_mask)  # (b, n, hidden)
+        return self.classifier(hidden)  # (b, n, classes)
+
+    def embed(self, tokens: torch.Tensor) -> torch.Tensor:
+        """What the encoder receives: ``LayerNorm(token embedding + input positions)``.
+
+        Shapes:
+            tokens: ``(b, n)``
+            output: ``(b, n, hidden)``
+        """
+        if (
+            not isinstance(tokens, torch.Tensor)
+            or tokens.dim() != 2
+            or tokens.is_floating_point()
+        ):
+            got = (
+                tuple(tokens.shape)
+                if isinstance(tokens, torch.Tensor)
+                else type(tokens).__name__
+            )
+            raise ValueError(
+                f"tokens must be an integer tensor of shape (b, n), got {got}"
+            )
+        hidden = self.token_embedding(tokens)  # (b, n, hidden)
+        if self.input_positions is not None:
+            hidden = hidden + self.input_positions(tokens.shape[1])  # (b, n, hidden)
+        return self.embedding_norm(hidden)
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of trainable numbers in ``model``.
+
+    Shapes:
+        (no tensors)
+    """
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+__all__ = ["TinyModel", "count_parameters"]

@@ -1,0 +1,388 @@
+"""Position schemes: a registry from a name to a builder of the model's position parts.
+
+A scheme decides how the tiny model learns where its tokens are. The model
+itself never asks which scheme it runs: it calls the scheme's builder once and
+uses the two modules it returns.
+
+The builder contract (what :func:`register_scheme` accepts)::
+
+    builder(config: Config) -> (input_positions, encoder)
+
+- ``input_positions``: ``None``, or a module called as ``input_positions(n)`` that
+  returns an ``(n, hidden)`` tensor; the model adds it to the token embeddings of
+  every sequence (before the embedding LayerNorm). Absolute schemes put their
+  information here.
+- ``encoder``: a module called as ``encoder(hidden_states, attention_mask)`` with
+  ``hidden_states (b, n, hidden)`` and ``attention_mask (b, n)`` (1 for a token,
+  0 for padding) or ``None``, returning ``(b, n, hidden)``. Relative schemes put
+  their information here, inside attention.
+- Read the sizes from ``config`` (``hidden_size``, ``num_heads``, ``num_layers``,
+  ``intermediate_size``, and ``max_length`` for a table of absolute positions)
+  and create every parameter inside the builder: the caller seeds torch just
+  before calling it, so a run's initial weights depend on its seed alone.
+- For a fair comparison, build the encoder from the same block as the others:
+  ``relpos.EncoderLayer`` around the scheme's attention module, stacked by
+  :func:`attention_encoder` (a module whose ``forward(hidden_states,
+  attention_mask=None)`` returns the context ``(b, n, hidden)`` before the output
+  projection). The DeBERTa schemes use ``relpos.DisentangledEncoder``, which
+  stacks the same block around ``DisentangledSelfAttention``.
+
+Adding a scheme is one call, and nothing in the model, trainer or command line
+changes::
+
+    register_scheme("my-scheme", lambda config: (None, attention_encoder(config, make)))
+
+The schemes registered here:
+
+- ``none``: no position information at all; the model sees a bag of tokens.
+- ``absolute``: a learned table of ``max_length`` rows added to the tokens, as
+  BERT. Only the first ``train_length`` rows ever receive a gradient; a test
+  sequence longer than that reads rows that kept their random initial values.
+- ``sinusoidal``: the fixed sine/cosine features of the original Transformer,
+  added to the tokens; defined at every position, trained at none.
+- ``shaw``, ``transformer_xl``, ``t5``, ``alibi``, ``rotary``: the self-attentions of
+  ``relpos.schemes`` in the same block. Shaw clips at ``max_relative_positions``
+  (``2k + 1`` rows, relative values on); T5 has ``2 * position_buckets`` buckets
+  (as many as ``deberta-buckets`` has rows) up to ``bucket_max_position``;
+  Transformer-XL, ALiBi and rotary have no size setting.
+- ``deberta``: DeBERTa's relative table with c2p and p2c, distances clipped to
+  ``[-k, k - 1]`` with ``k = max_relative_positions``.
+- ``deberta-buckets``: the same with ``position_buckets`` log buckets per side
+  (exact up to ``position_buckets // 2``, logarithmic up to ``bucket_max_position``);
+  its table has as many rows (``2 * position_buckets``) as ``deberta``'s by default.
+  With the defaults (``k = 8``; 8 buckets up to 64) ``deberta`` tells apart the
+  distances ``-8 .. 6`` and lumps ``7`` and beyond into one row, while
+  ``deberta-buckets`` is exact for ``|i - j| <= 4`` and then lumps ``5 .. 10``,
+  ``11 .. 25`` and ``26`` and beyond (mirrored for keys ahead, where ``-64`` and
+  beyond get one more row).
+
+Shapes:
+    input_positions(n): ``(n, hidden)``
+    encoder(hidden_states ``(b, n, hidden)``, attention_mask ``(b, n)``)
+        -> ``(b, n, hidden)``
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import torch
+from torch import nn
+
+from relpos._checks import check_int
+from relpos.attention import DisentangledSelfAttention
+from relpos.embedding import sinusoidal_table
+from .config import Config
+
+PositionParts = tuple["nn.Module | None", nn.Module]
+SchemeBuilder = Callable[[Config], PositionParts]
+
+# Initial standard deviation of every learned embedding (tokens, absolute
+# positions), DeBERTa's and BERT's ``initializer_range``.
+EMBEDDING_STD = 0.02
+
+
+class LearnedPositions(nn.Module):
+    """A learned table of absolute positions, one row per position (BERT).
+
+    Rows are initialised like the token embeddings (normal, std
+    ``EMBEDDING_STD``). A sequence longer than ``max_length`` is refused.
+
+    Shapes:
+        weight: ``(max_length, hidden)``
+        forward(n) -> ``(n, hidden)``
+    """
+
+    def __init__(self, max_length: int, hidden_size: int) -> None:
+        super().__init__()
+        self.max_length = check_int("max_length", max_length, minimum=1)
+        hidden = check_int("hidden_size", hidden_size, minimum=1)
+        self.weight = nn.Parameter(torch.randn(self.max_length, hidden) * EMBEDDING_STD)
+
+    def forward(self, seq_len: int) -> torch.Tensor:
+        seq_len = check_int("seq_len", seq_len, minimum=1)
+        if seq_len > self.max_length:
+            raise ValueError(
+                f"seq_len must be <= max_length={self.max_length} for a learned "
+                "absolute "
+                f"table, got {seq_len}"
+            )
+        return self.weight[:seq_len]  # (n, hidden)
+
+
+class SinusoidalPositions(nn.Module):
+    """Fixed sine/cosine features of the absolute position (Vaswani et al., 2017).
+
+    Row ``i`` is ``sinusoidal_table``'s row of distance ``i``, scaled by
+    ``EMBEDDING_STD * sqrt(2)`` so that its root mean square equals that of the
+    token embeddings at initialisation. No parameters; any length works.
+
+    Shapes:
+        forward(n) -> ``(n, hidden)``
+    """
+
+    def __init__(self, hidden_size: int) -> None:
+        super().__init__()
+        self.hidden_size = check_int("hidden_size", hidden_size, minimum=1)
+        self.scale = EMBEDDING_STD * math.sqrt(2.0)
+
+    def forward(self, seq_len: int) -> torch.Tensor:
+        seq_len = check_int("seq_len", seq_len, minimum=1)
+        table = sinusoidal_table(
+            seq_len, self.hidden_size
+        )  # (2n, hidden): distances -n..n-1
+        return table[seq_len:] * self.scale  # (n, hidden): positions 0..n-1
+
+
+class ContentSelfAttention(DisentangledSelfAttention):
+    """Plain multi-head self-attention: ``DisentangledSelfAttention`` without positions.
+
+    The content-to-content score ``q_i . k_j / sqrt(d)`` alone, so the encoder is
+    blind to order; the absolute schemes add their positions to the input. It
+    owns no table (the parent's forward gets a constant, unused 2-row one).
+
+    Shapes:
+        hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
+        output: ``(b, n, hidden)``, the context before the output projection
+    """
+
+    def __init__(self, hidden_size: int, num_heads: int) -> None:
+        super().__init__(
+            hidden_size, num_heads, max_relative_positions=1, pos_att_type=()
+        )
+        self.register_buffer(
+            "unused_table", torch.zeros(2, hidden_size), persistent=False
+        )
+
+    def forward(  # type: ignore[override]
+        self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        return super().forward(hidden_states, self.unused_table, attention_mask)
+
+
+class AttentionEncoder(nn.Module):
+    """``num_layers`` blocks of ``relpos.EncoderLayer``, each around its own attention.
+
+    Shapes:
+        forward: hidden_states ``(b, n, hidden)``, attention_mask ``(b, n)``
+            -> ``(b, n, hidden)``
+    """
+
+    def __init__(self, layers: list[nn.Module]) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+
+    def forward(
+        self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        for layer in self.layers:
+            hidden_states = layer(hidden_states, attention_mask)  # (b, n, hidden)
+        return hidden_states
+
+
+def attention_encoder(
+    config: Config, make_attention: Callable[[], nn.Module]
+) -> AttentionEncoder:
+    """``config.num_layers`` ``relpos.EncoderLayer`` blocks around ``make_attention()``.
+
+    ``make_attention`` is called once per layer and returns a self-attention
+    module with ``forward(hidden_states, attention_mask=None) -> (b, n, hidden)``
+    (the context, before the output projection, which the block owns).
+
+    Shapes:
+        (builds modules; see ``AttentionEncoder``)
+    """
+    from relpos.encoder import EncoderLayer
+
+    layers = [
+        EncoderLayer(make_attention(), config.hidden_size, config.intermediate_size)
+        for _ in range(config.num_layers)
+    ]
+    return AttentionEncoder(layers)
+
+
+def disentangled_encoder(config: Config, **position_settings: object) -> nn.Module:
+    """``relpos.DisentangledEncoder`` with the sizes of ``config``.
+
+    Shapes:
+        (builds a module; forward ``(b, n, hidden)``, ``(b, n)`` -> ``(b, n, hidden)``)
+    """
+    from relpos.encoder import DisentangledEncoder
+
+    return DisentangledEncoder(
+        config.num_layers,
+        config.hidden_size,
+        config.num_heads,
+        config.intermediate_size,
+        **position_settings,
+    )
+
+
+def content_encoder(config: Config) -> AttentionEncoder:
+    """The encoder of the schemes without relative positions: content attention only.
+
+    Shapes:
+        (builds a module; see ``AttentionEncoder``)
+    """
+    return attention_encoder(
+        config, lambda: ContentSelfAttention(config.hidden_size, config.num_heads)
+    )
+
+
+def _none(config: Config) -> PositionParts:
+    return None, content_encoder(config)
+
+
+def _absolute(config: Config) -> PositionParts:
+    positions = LearnedPositions(config.max_length, config.hidden_size)
+    return positions, content_encoder(config)
+
+
+def _sinusoidal(config: Config) -> PositionParts:
+    return SinusoidalPositions(config.hidden_size), content_encoder(config)
+
+
+def _deberta(config: Config) -> PositionParts:
+    encoder = disentangled_encoder(
+        config,
+        max_relative_positions=config.max_relative_positions,
+        pos_att_type=("c2p", "p2c"),
+    )
+    return None, encoder
+
+
+def _deberta_buckets(config: Config) -> PositionParts:
+    encoder = disentangled_encoder(
+        config,
+        max_relative_positions=config.bucket_max_position,
+        position_buckets=config.position_buckets,
+        pos_att_type=("c2p", "p2c"),
+    )
+    return None, encoder
+
+
+def _scheme_encoder(config: Config, name: str, **settings: object) -> PositionParts:
+    """Blocks around ``relpos.schemes.ATTENTIONS[name]``; no input positions.
+
+    Shapes:
+        (builds a module; see ``AttentionEncoder``)
+    """
+    from relpos.schemes import ATTENTIONS
+
+    attention = ATTENTIONS[name]
+    return None, attention_encoder(
+        config, lambda: attention(config.hidden_size, config.num_heads, **settings)
+    )
+
+
+def _shaw(config: Config) -> PositionParts:
+    k = config.max_relative_positions
+    return _scheme_encoder(config, "shaw", max_relative_positions=k)
+
+
+def _transformer_xl(config: Config) -> PositionParts:
+    return _scheme_encoder(config, "transformer_xl")
+
+
+def _t5(config: Config) -> PositionParts:
+    buckets, distance = 2 * config.position_buckets, config.bucket_max_position
+    return _scheme_encoder(config, "t5", num_buckets=buckets, max_distance=distance)
+
+
+def _alibi(config: Config) -> PositionParts:
+    return _scheme_encoder(config, "alibi")
+
+
+def _rotary(config: Config) -> PositionParts:
+    return _scheme_encoder(config, "rotary")
+
+
+SCHEMES: dict[str, SchemeBuilder] = {
+    "none": _none,
+    "absolute": _absolute,
+    "sinusoidal": _sinusoidal,
+    "shaw": _shaw,
+    "transformer_xl": _transformer_xl,
+    "t5": _t5,
+    "alibi": _alibi,
+    "rotary": _rotary,
+    "deberta": _deberta,
+    "deberta-buckets": _deberta_buckets,
+}
+
+
+def register_scheme(
+    name: str, builder: SchemeBuilder, *, replace: bool = False
+) -> None:
+    """Add ``builder`` to ``SCHEMES`` as ``name`` (contract: the module docstring).
+
+    Raises ``ValueError`` if ``name`` is taken (unless ``replace=True``) or is not
+    a plain lowercase name (letters, digits, ``-`` and ``_``; no comma, since the
+    command line takes comma-separated lists), ``TypeError`` if ``builder`` is
+    not callable.
+
+    Shapes:
+        (no tensors)
+    """
+    if (
+        not isinstance(name, str)
+        or not name
+        or not all(
+            c.isdigit() or c in "-_" or (c.isalpha() and c.islower()) for c in name
+        )
+    ):
+        raise ValueError(
+            "name must be a non-empty lowercase name (letters, digits, '-', '_'), "
+            f"got {name!r}"
+        )
+    if not callable(builder):
+        raise TypeError(
+            f"builder must be callable as builder(config), got {type(builder).__name__}"
+        )
+    if name in SCHEMES and not replace:
+        raise ValueError(
+            f"name {name!r} is already a scheme; pass replace=True to replace it"
+        )
+    SCHEMES[name] = builder
+
+
+def build_scheme(name: str, config: Config) -> PositionParts:
+    """Call the builder registered as ``name`` and check what it returns.
+
+    Shapes:
+        (builds modules; see the module docstring)
+    """
+    if name not in SCHEMES:
+        raise ValueError(f"scheme must be one of {tuple(SCHEMES)}, got {name!r}")
+    parts = SCHEMES[name](config)
+    if not (isinstance(parts, tuple) and len(parts) == 2):
+        raise TypeError(
+            f"scheme {name!r}: its builder must return "
+            "(input_positions or None, encoder), "
+            f"got {type(parts).__name__}"
+        )
+    input_positions, encoder = parts
+    if input_positions is not None and not isinstance(input_positions, nn.Module):
+        raise TypeError(
+            f"scheme {name!r}: input_positions must be an nn.Module or None"
+        )
+    if not isinstance(encoder, nn.Module):
+        raise TypeError(f"scheme {name!r}: encoder must be an nn.Module")
+    return input_positions, encoder
+
+
+__all__ = [
+    "AttentionEncoder",
+    "ContentSelfAttention",
+    "EMBEDDING_STD",
+    "LearnedPositions",
+    "SCHEMES",
+    "SchemeBuilder",
+    "SinusoidalPositions",
+    "attention_encoder",
+    "build_scheme",
+    "content_encoder",
+    "disentangled_encoder",
+    "register_scheme",
+]

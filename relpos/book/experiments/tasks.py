@@ -1,0 +1,171 @@
+"""Synthetic tasks: random token sequences and one label per position.
+
+Every task draws tokens uniformly from ``0 .. vocab_size - 1`` with a seeded
+``torch.Generator`` and labels every position; a task is a pure function of
+the tokens, so the same seed always gives the same data.
+
+- ``relative``: output the token ``shift`` positions back, ``x[i - shift]``.
+  Where ``i - shift < 0`` there is none, and the label is the extra class
+  ``NO_TOKEN = vocab_size``. The answer depends only on the distance
+  ``i - j = shift``: a relative scheme can say it directly.
+- ``absolute``: output ``i mod modulus``, whatever the tokens. This needs the
+  absolute position. A relative scheme sees only distances, so it can place a
+  query only near the ends of the sequence (where keys are missing at some
+  distances); this is why DeBERTa adds absolute positions back at the very end,
+  in its enhanced mask decoder.
+- ``far``: ``relative`` with a shift beyond the clipping window of the
+  ``deberta`` scheme (``shift = 12``, while clipping at ``k = 8`` keeps distances
+  ``0 .. 6`` apart): clipping cannot see that far, and log buckets see it only
+  coarsely (several distances share a bucket there).
+
+Shapes:
+    tokens, labels: ``(b, n)``, ``torch.long``; b sequences of length n
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from relpos._checks import check_choice, check_int
+
+VOCAB_SIZE = 16
+NO_TOKEN = VOCAB_SIZE  # the class of "no token that far back"
+
+
+def shifted_labels(
+    tokens: torch.Tensor, shift: int, no_token: int = NO_TOKEN
+) -> torch.Tensor:
+    """The token ``shift`` positions back: ``labels[:, i] = tokens[:, i - shift]``.
+
+    Positions ``i < shift`` have no such token and get ``no_token``.
+
+    Shapes:
+        tokens: ``(b, n)``
+        output: ``(b, n)``
+    """
+    shift = check_int("shift", shift, minimum=1)
+    labels = torch.full_like(tokens, no_token)  # (b, n)
+    labels[:, shift:] = tokens[:, : max(tokens.shape[1] - shift, 0)]
+    return labels
+
+
+def position_labels(tokens: torch.Tensor, modulus: int) -> torch.Tensor:
+    """The position index modulo ``modulus``: ``labels[:, i] = i % modulus``.
+
+    Shapes:
+        tokens: ``(b, n)``, read only for its shape
+        output: ``(b, n)``
+    """
+    modulus = check_int("modulus", modulus, minimum=2)
+    b, n = tokens.shape
+    return (torch.arange(n) % modulus).expand(b, n).clone()  # (b, n)
+
+
+@dataclass(frozen=True)
+class Task:
+    """A synthetic task: its name, its label rule and its sizes.
+
+    Attributes:
+        name: the registry name.
+        kind: ``"shift"`` (output the token ``param`` back) or ``"position"``
+            (output ``i mod param``).
+        param: the shift or the modulus.
+        vocab_size: input tokens are ``0 .. vocab_size - 1``.
+        description: one line for tables and figures.
+
+    Shapes:
+        labels(tokens): ``(b, n)`` -> ``(b, n)``
+        sample(...): two ``(num_sequences, length)`` tensors
+    """
+
+    name: str
+    kind: str
+    param: int
+    vocab_size: int = VOCAB_SIZE
+    description: str = field(default="", compare=False)
+
+    @property
+    def num_classes(self) -> int:
+        """Output classes: tokens + ``NO_TOKEN`` (shift), or ``param`` (position)."""
+        return self.vocab_size + 1 if self.kind == "shift" else self.param
+
+    @property
+    def chance(self) -> float:
+        """Accuracy of a uniform guess: ``1 / vocab_size`` or ``1 / modulus``."""
+        return 1.0 / (self.vocab_size if self.kind == "shift" else self.param)
+
+    def labels(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The label of every position of ``tokens``.
+
+        Shapes:
+            tokens: ``(b, n)``
+            output: ``(b, n)``
+        """
+        if self.kind == "shift":
+            return shifted_labels(tokens, self.param, no_token=self.vocab_size)
+        return position_labels(tokens, self.param)
+
+    def scored(self, labels: torch.Tensor) -> torch.Tensor:
+        """Which positions count towards accuracy: all but a shift's ``NO_TOKEN`` ones.
+
+        The model is trained on every label, ``NO_TOKEN`` included, but a model
+        that only learnt "no token" would otherwise score ``shift / n`` for free.
+
+        Shapes:
+            labels: ``(b, n)``
+            output: ``(b, n)`` bool
+        """
+        if self.kind == "shift":
+            return labels != self.vocab_size
+        return torch.ones_like(labels, dtype=torch.bool)
+
+    def sample(
+        self, num_sequences: int, length: int, *, seed: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``num_sequences`` random sequences of ``length`` tokens and their labels.
+
+        The tokens come from a ``torch.Generator`` seeded with ``seed`` alone.
+
+        Shapes:
+            output: tokens and labels, each ``(num_sequences, length)``
+        """
+        num_sequences = check_int("num_sequences", num_sequences, minimum=1)
+        length = check_int("length", length, minimum=1)
+        generator = torch.Generator().manual_seed(check_int("seed", seed, minimum=0))
+        tokens = torch.randint(
+            self.vocab_size, (num_sequences, length), generator=generator
+        )  # (b, n)
+        return tokens, self.labels(tokens)
+
+
+TASKS: dict[str, Task] = {
+    "relative": Task(
+        "relative", "shift", 3, description="output the token 3 positions back"
+    ),
+    "absolute": Task(
+        "absolute", "position", 4, description="output the position index mod 4"
+    ),
+    "far": Task("far", "shift", 12, description="output the token 12 positions back"),
+}
+
+
+def get_task(name: str) -> Task:
+    """The registered task called ``name``; a ``ValueError`` lists the others.
+
+    Shapes:
+        (no tensors)
+    """
+    return TASKS[check_choice("task", name, tuple(TASKS))]
+
+
+__all__ = [
+    "NO_TOKEN",
+    "TASKS",
+    "Task",
+    "VOCAB_SIZE",
+    "get_task",
+    "position_labels",
+    "shifted_labels",
+]

@@ -1,0 +1,74 @@
+"""Committed results: the measurements the book shows, shipped inside the package.
+
+Benchmarks (``python -m relpos.book.bench``) and trained sweeps
+(``python -m relpos.book.experiments``) take minutes to hours, so the book does not
+rerun them: their JSON (and any figure drawn from it) is committed here, in the
+package, with the machine it ran on. Because they are package data, every way of
+opening a chapter reads the same file: the site build, a local checkout, and a
+notebook opened alone on Colab after ``pip install`` from the repository
+(offline too, once installed).
+
+    >>> from relpos import results
+    >>> "bench_cpu.json" in results.names()
+    True
+    >>> data = results.load("bench_cpu.json")  # the parsed JSON
+
+To refresh a result, rerun its command with ``--output relpos/results/NAME.json``
+from the repository root and commit the file.
+
+Shapes:
+    (no tensors)
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from importlib.resources.abc import Traversable
+from typing import Any
+
+_SUFFIXES = (".json", ".png", ".svg")
+
+
+def names() -> list[str]:
+    """The committed result files, sorted by name.
+
+    Shapes:
+        (no tensors)
+    """
+    folder = resources.files(__name__)
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(_SUFFIXES))
+
+
+def path(name: str) -> Traversable:
+    """The committed file ``name`` (for example ``"bench_cpu.json"``).
+
+    Returns an ``importlib.resources`` traversable: a ``pathlib.Path`` for every
+    ordinary install, readable with ``.read_text()`` / ``.read_bytes()`` either way.
+    Raises ``FileNotFoundError`` listing the files that exist.
+
+    Shapes:
+        (no tensors)
+    """
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name:
+        raise ValueError(f"name must be a file name such as 'bench_cpu.json', got {name!r}")
+    file = resources.files(__name__).joinpath(name)
+    if not file.is_file():
+        raise FileNotFoundError(
+            f"no committed result named {name!r}; available: {', '.join(names())}"
+        )
+    return file
+
+
+def load(name: str) -> dict[str, Any]:
+    """The parsed JSON of the committed file ``name``.
+
+    Shapes:
+        (no tensors)
+    """
+    if not isinstance(name, str) or not name.endswith(".json"):
+        raise ValueError(f"name must name a .json file, got {name!r}")
+    return json.loads(path(name).read_text(encoding="utf-8"))
+
+
+__all__ = ["load", "names", "path"]

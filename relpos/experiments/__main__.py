@@ -1,6 +1,0 @@
-"""``python -m relpos.experiments``: run a sweep from the command line (see ``cli``)."""
-
-from .cli import main
-
-if __name__ == "__main__":
-    main()
