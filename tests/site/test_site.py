@@ -6,7 +6,8 @@ math is typeset by the site's own MathJax, images load, the console is clean,
 nothing is fetched from another host, each notebook's Colab link points at that
 notebook in the repository, and hidden exercise solutions open on click.
 It also opens a solution's toggle and checks the bibliography page and a
-citation link. Screenshots land in _build/screenshots/ for people to look at.
+citation link, and the API reference: every public name of the core in the site's
+objects.inv, the Shapes sections rendered, a link from the introduction resolved. Screenshots land in _build/screenshots/ for people to look at.
 
 Without Chromium the browser checks skip with a message saying how to install
 it; with RELPOS_REQUIRE_BROWSER=1 (set by .ci/run) that skip is a failure.
@@ -27,6 +28,7 @@ from urllib.parse import urlparse
 
 import pytest
 import yaml
+from sphinx.util.inventory import InventoryFile
 
 ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
@@ -255,4 +257,63 @@ def test_bibliography_lists_every_cited_work(server, browser):
     assert page.url.split("#")[0].endswith("/book/bibliography.html")
     anchor = page.url.split("#", 1)[1]
     assert page.locator(f"[id='{anchor}']").count() == 1
+    page.close()
+
+
+def inventory(built_site: Path) -> dict[str, dict[str, tuple]]:
+    with (built_site / "objects.inv").open("rb") as stream:
+        return InventoryFile.load(stream, "", lambda base, uri: uri)
+
+
+def test_inventory_holds_every_public_name_of_the_core(built_site):
+    """Other projects can link to any public name: relpos.__all__, relpos.schemes.__all__."""
+    import inspect
+
+    import relpos
+    import relpos.schemes
+
+    found = inventory(built_site)
+    entry = found["py:class"]["relpos.DisentangledSelfAttention"]
+    assert entry[2].split("#") == ["book/api.html", "relpos.DisentangledSelfAttention"]
+    for module in (relpos, relpos.schemes):
+        for name in module.__all__:
+            value = getattr(module, name)
+            role = (
+                "py:class"
+                if inspect.isclass(value)
+                else "py:function" if callable(value) else "py:data"
+            )
+            full = f"{module.__name__}.{name}"
+            assert full in found.get(role, {}), f"{full} is not a {role} of objects.inv"
+            assert found[role][full][2].startswith("book/api.html#"), full
+
+
+def test_api_page_shows_shapes_and_chapters_link_to_it(server, browser):
+    page = browser.new_page()
+    page.goto(f"{server}/book/api.html", wait_until="load")
+    entry = page.locator("dl.py.class").filter(
+        has=page.locator("dt[id='relpos.DisentangledSelfAttention']")
+    )
+    assert entry.count() == 1
+    # The class's own field list (not its methods'): Parameters, then Shapes.
+    fields = entry.locator(":scope > dd > dl.field-list > dt")
+    names = [text.replace(":", "").strip() for text in fields.all_inner_texts()]
+    assert names[:2] == ["Parameters", "Shapes"], names
+    shapes = entry.locator(":scope > dd > dl.field-list > dd").nth(1).inner_text()
+    assert "hidden_states" in shapes and "(b, n, hidden)" in shapes, shapes
+    # Every Shapes section is rendered as a field, none left as a plain paragraph.
+    assert page.locator("dl.field-list > dt", has_text="Shapes").count() > 40
+    unread = page.locator("article p", has_text=re.compile(r"^Shapes:"))
+    assert unread.count() == 0, unread.all_inner_texts()
+
+    # The introduction links relpos.delta to its entry on this page.
+    page.goto(f"{server}/book/intro.html", wait_until="load")
+    link = page.locator("article a[href*='api.html#relpos.delta']").first
+    assert link.inner_text() == "relpos.delta()"
+    link.click()
+    page.wait_for_load_state("load")
+    assert page.url.endswith("/book/api.html#relpos.delta"), page.url
+    target = page.locator("[id='relpos.delta']")
+    assert target.count() == 1 and target.is_visible()
+    assert "clamp(r, -k, k - 1) + k" in target.locator("xpath=..").inner_text()
     page.close()
