@@ -6,8 +6,8 @@ autodoc. ``:from: relpos.positions`` keeps only the names that module defines, s
 that a page can group the names by idea; ``:rest:`` documents the names of that
 ``__all__`` that no earlier directive on the page took, so that a name added to
 ``__all__`` is documented even before a section claims it (a section left with
-nothing to show is dropped). A module without ``__all__`` is an error: its public names are not
-stated anywhere.
+nothing to show is dropped). A module without ``__all__`` is an error: its
+public names are not stated anywhere.
 """
 
 from __future__ import annotations

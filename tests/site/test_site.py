@@ -7,7 +7,8 @@ nothing is fetched from another host, each notebook's Colab link points at that
 notebook in the repository, and hidden exercise solutions open on click.
 It also opens a solution's toggle and checks the bibliography page and a
 citation link, and the API reference: every public name of the core in the site's
-objects.inv, the Shapes sections rendered, a link from the introduction resolved. Screenshots land in _build/screenshots/ for people to look at.
+objects.inv, the Shapes sections rendered, a link from the introduction resolved.
+Screenshots land in _build/screenshots/ for people to look at.
 
 Without Chromium the browser checks skip with a message saying how to install
 it; with RELPOS_REQUIRE_BROWSER=1 (set by .ci/run) that skip is a failure.
@@ -266,7 +267,7 @@ def inventory(built_site: Path) -> dict[str, dict[str, tuple]]:
 
 
 def test_inventory_holds_every_public_name_of_the_core(built_site):
-    """Other projects can link to any public name: relpos.__all__, relpos.schemes.__all__."""
+    """Other projects can link to any public name of relpos and relpos.schemes."""
     import inspect
 
     import relpos
