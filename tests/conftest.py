@@ -39,7 +39,8 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     # Emitted by torch.jit on import of transformers; not about relpos.
     config.addinivalue_line(
-        "filterwarnings", "ignore:`torch.jit.script_method` is deprecated:DeprecationWarning"
+        "filterwarnings",
+        "ignore:`torch.jit.script_method` is deprecated:DeprecationWarning",
     )
 
 
@@ -49,7 +50,9 @@ settings.register_profile(
     max_examples=60,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-settings.register_profile("relpos-thorough", parent=settings.get_profile("relpos"), max_examples=500)
+settings.register_profile(
+    "relpos-thorough", parent=settings.get_profile("relpos"), max_examples=500
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "relpos"))
 
 
@@ -58,4 +61,5 @@ def _seed_and_dtype():
     """Seed torch before each test and check that no test leaks a default dtype."""
     torch.manual_seed(0)
     yield
-    assert torch.get_default_dtype() == torch.float32, "a test changed the default dtype"
+    dtype = torch.get_default_dtype()
+    assert dtype == torch.float32, f"a test changed the default dtype to {dtype}"

@@ -50,7 +50,9 @@ def _colorbar_axes(fig: Figure) -> list:
 def unlabelled(fig: Figure) -> list[str]:
     """What breaks the labelling rule: a colour bar or a drawn axis without a label."""
     bars = _colorbar_axes(fig)
-    found = [f"colour bar {i}" for i, bar in enumerate(bars) if not bar.get_ylabel().strip()]
+    found = [
+        f"colour bar {i}" for i, bar in enumerate(bars) if not bar.get_ylabel().strip()
+    ]
     for i, ax in enumerate(fig.axes):
         if ax in bars or not ax.axison:
             continue
