@@ -6,6 +6,8 @@ dashed or dotted line has a legend entry, and titles that hold math are mathtext
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 import torch
@@ -39,6 +41,12 @@ FIGURES = {
     "log_buckets": lambda: plot.log_buckets(256, 512),
     "disentangled_streams": lambda: plot.disentangled_streams(*_pencil()),
 }
+
+
+@functools.cache
+def drawn(name: str) -> Figure:
+    """Each figure drawn once per session: the rules below only read it."""
+    return FIGURES[name]()
 
 
 def _colorbar_axes(fig: Figure) -> list:
@@ -84,12 +92,12 @@ def dashed_lines_outside_the_legend(fig: Figure) -> list[str]:
 
 @pytest.mark.parametrize("name", sorted(FIGURES))
 def test_every_axis_and_colour_bar_is_labelled(name):
-    assert unlabelled(FIGURES[name]()) == []
+    assert unlabelled(drawn(name)) == []
 
 
 @pytest.mark.parametrize("name", sorted(FIGURES))
 def test_every_dashed_or_dotted_line_is_in_the_legend(name):
-    assert dashed_lines_outside_the_legend(FIGURES[name]()) == []
+    assert dashed_lines_outside_the_legend(drawn(name)) == []
 
 
 def test_the_rules_see_what_they_check():
@@ -106,11 +114,11 @@ def test_the_rules_see_what_they_check():
     ]
     ax.legend()
     assert dashed_lines_outside_the_legend(fig) == ["'': _hidden"]
-    drawn = {name: make() for name, make in FIGURES.items()}
-    assert sum(len(_colorbar_axes(fig)) for fig in drawn.values()) >= 5
+    figures = [drawn(name) for name in FIGURES]
+    assert sum(len(_colorbar_axes(fig)) for fig in figures) >= 5
     dashed = [
         line
-        for fig in drawn.values()
+        for fig in figures
         for ax in fig.axes
         for line in ax.lines
         if line.get_linestyle() in ("--", ":", "-.")
@@ -120,7 +128,7 @@ def test_the_rules_see_what_they_check():
 
 def test_math_in_titles_is_mathtext():
     for name in ("relative_position_matrix", "index_heatmap", "disentangled_streams"):
-        fig = FIGURES[name]()
+        fig = drawn(name)
         titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
         assert any("$" in title for title in titles), (name, titles)
         for title in titles:

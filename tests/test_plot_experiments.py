@@ -6,6 +6,7 @@ two sizes, three lengths, with distinct means so that a mix-up shows.
 
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
@@ -98,9 +99,14 @@ def _errorbars(ax) -> dict:
     return drawn
 
 
+@functools.cache
+def _sweep_figure() -> Figure:
+    """experiment_sweep of the hand-made results, drawn once (tests only read it)."""
+    return experiment_sweep(_results())
+
+
 def test_sweep_figure_draws_the_json_means_and_spreads():
-    results = _results()
-    fig = experiment_sweep(results)
+    fig = _sweep_figure()
     assert isinstance(fig, Figure)
     axes = np.array(fig.axes).reshape(len(TASKS), 2)
     for t, task in enumerate(TASKS):
@@ -134,7 +140,7 @@ def test_sweep_figure_other_size_and_length_and_labels():
 def test_sweep_figure_reads_a_path(tmp_path):
     path = tmp_path / "sweep.json"
     path.write_text(json.dumps(_results()))
-    from_file, from_dict = experiment_sweep(path), experiment_sweep(_results())
+    from_file, from_dict = experiment_sweep(path), _sweep_figure()
     assert len(from_file.axes) == 2 * len(TASKS)
     for ax_file, ax_dict in zip(from_file.axes, from_dict.axes, strict=True):
         assert _errorbars(ax_file) == _errorbars(ax_dict)
