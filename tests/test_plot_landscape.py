@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 from matplotlib.figure import Figure
+from transformers.models.t5.modeling_t5 import T5Attention
 
 import relpos
 from relpos import schemes
@@ -84,8 +85,10 @@ def test_drawn_data_show_each_scheme_shape(landscape) -> None:
         assert np.ptp(values[:, r >= behind], axis=1).max() < 1e-6, name
         inside = values[:, (r > ahead) & (r < behind)]
         assert np.abs(np.diff(inside, axis=1)).min() > 1e-6, name
-    # T5: one value per bucket.
-    buckets = schemes.t5_bucket(distances, num_buckets=16, max_distance=32).numpy()
+    # T5: one value per bucket, T5's own buckets (it takes j - i, hence -r).
+    buckets = T5Attention._relative_position_bucket(
+        -distances, bidirectional=True, num_buckets=16, max_distance=32
+    ).numpy()
     for bucket in np.unique(buckets):
         assert np.ptp(by_name["T5"][:, buckets == bucket], axis=1).max() < 1e-6
     assert len(np.unique(by_name["T5"][0].round(6))) == len(np.unique(buckets))
