@@ -4,6 +4,10 @@
 - Hypothesis runs without a deadline (the first call into torch, or a first
   compile, can take far longer than the default 200 ms) and with a number of
   examples sized to keep the whole suite within a few minutes on 2 CPU cores.
+- ``@pytest.mark.slow`` marks a test that takes more than a few seconds (a
+  training run, a compile, a subprocess). ``make test`` runs every test, slow
+  ones included (the Makefile passes no ``-m``); for a quick loop while editing,
+  ``python -m pytest tests -m "not slow"`` leaves them out.
 """
 
 from __future__ import annotations
@@ -28,9 +32,15 @@ logging.getLogger("torch.__trace").propagate = True
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "slow: takes more than a few seconds; make test runs it, "
+        "-m 'not slow' skips it for a quick loop",
+    )
     # Emitted by torch.jit on import of transformers; not about relpos.
     config.addinivalue_line(
-        "filterwarnings", "ignore:`torch.jit.script_method` is deprecated:DeprecationWarning"
+        "filterwarnings",
+        "ignore:`torch.jit.script_method` is deprecated:DeprecationWarning",
     )
 
 
@@ -40,7 +50,9 @@ settings.register_profile(
     max_examples=60,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-settings.register_profile("relpos-thorough", parent=settings.get_profile("relpos"), max_examples=500)
+settings.register_profile(
+    "relpos-thorough", parent=settings.get_profile("relpos"), max_examples=500
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "relpos"))
 
 
@@ -49,4 +61,5 @@ def _seed_and_dtype():
     """Seed torch before each test and check that no test leaks a default dtype."""
     torch.manual_seed(0)
     yield
-    assert torch.get_default_dtype() == torch.float32, "a test changed the default dtype"
+    dtype = torch.get_default_dtype()
+    assert dtype == torch.float32, f"a test changed the default dtype to {dtype}"

@@ -3,14 +3,18 @@
 microsoft/DeBERTa clamps ``i - j`` to ``+-(max_position - 1)`` before log-bucketing
 since commit c794b71 (2023); ``transformers`` (a port of the 2021 code) and relpos
 do not. Chapter 6 shows where the two rules differ; these tests pin both rules,
-so that a change on either side shows up here.
+so that a change on either side shows up here. The microsoft rule is written
+with ``transformers``' own bucketing (the 2021 code both share), not relpos's.
 """
 
 from __future__ import annotations
 
 import pytest
 import torch
-from transformers.models.deberta_v2.modeling_deberta_v2 import build_relative_position
+from transformers.models.deberta_v2.modeling_deberta_v2 import (
+    build_relative_position,
+    make_log_bucket_position,
+)
 
 import relpos
 
@@ -18,15 +22,17 @@ SETTINGS = [(256, 512), (16, 64), (64, 4096)]
 
 
 def row_after_microsoft_clamp(r: torch.Tensor, buckets: int, max_position: int):
-    """The table row under microsoft/DeBERTa's rule since c794b71: clamp, bucket, delta.
+    """The table row under microsoft/DeBERTa's rule since c794b71: clamp, bucket, row.
+
+    The bucketing and the row (bucket + span, clamped into the 2-span table, as
+    transformers' gather index) are transformers' code, so relpos is not used here.
 
     Shapes:
         r: ``(*)``; output: ``(*)``
     """
     clamped = r.clamp(-(max_position - 1), max_position - 1)
-    return relpos.delta(
-        relpos.log_bucket_position(clamped, buckets, max_position), buckets
-    )
+    bucket = make_log_bucket_position(clamped, buckets, max_position).long()
+    return (bucket + buckets).clamp(0, 2 * buckets - 1)
 
 
 @pytest.mark.parametrize("buckets, max_position", SETTINGS)

@@ -3,7 +3,8 @@
 The checks of exercises 8.1 and 8.3 read run records of ``compare``; the runs
 here are real (a second or two each, one thread), trained with the chapter's
 live settings, or with a handful of steps (and a learning rate of zero, for an
-untrained model) where the check must stop earlier.
+untrained model) where the check must stop earlier. The tests that train are
+marked slow (together some ten seconds); ``-m "not slow"`` leaves them out.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from relpos.book.experiments.schemes import (
     disentangled_encoder,
 )
 
+TRAINS = pytest.mark.slow  # a compare(...) run of the chapter's settings, seconds each
 LIVE = Config(task="relative", steps=200, train_size=256, test_lengths=(32, 128))
 FEW_STEPS = 20
 
@@ -44,18 +46,29 @@ def run_of(config: Config, scheme: str) -> dict[str, Any]:
 # -- ch8-ex1: clip at k = 16 on the far task -------------------------------------------
 
 
+def readers_of_its_row(distance: int, k: int) -> int:
+    """How many distances in -99 .. 99 read the row of ``distance``, clamp by hand."""
+    row = {r: min(max(r, -k), k - 1) + k for r in range(-99, 100)}
+    return sum(1 for r in row if row[r] == row[distance])
+
+
 @pytest.mark.parametrize("distance", [1, 3, 7, 12, 20])
 def test_a_distance_behind_has_its_own_row_from_k_equal_distance_plus_two(distance):
     # Behind the query the window ends at k - 1, and that last row is shared.
     assert own_row_span(distance) == distance + 2
+    assert readers_of_its_row(distance, distance + 2) == 1
+    assert readers_of_its_row(distance, distance + 1) > 1  # one less: shared
     distances = torch.arange(-99, 100)
     rows = relpos.position_index(distances, max_relative_positions=distance + 1)
-    assert int((rows == rows[distances == distance]).sum()) > 1  # one less: shared
+    assert int((rows == rows[distances == distance]).sum()) > 1
 
 
 @pytest.mark.parametrize("distance", [-1, -5, -12])
 def test_a_distance_ahead_has_its_own_row_from_k_equal_its_size_plus_one(distance):
+    # Ahead of the query the window ends at -k: row 0 is shared from there on.
     assert own_row_span(distance) == -distance + 1
+    assert readers_of_its_row(distance, -distance + 1) == 1
+    assert readers_of_its_row(distance, -distance) > 1  # one less: row 0, shared
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +77,7 @@ def far16() -> tuple[Config, dict[str, Any]]:
     return config, run_of(config, "deberta")
 
 
+@TRAINS
 def test_ch8_ex1_passes_the_reference(far16, capsys) -> None:
     config, run = far16
     check("ch8-ex1", 14, run, config=config)
@@ -71,6 +85,7 @@ def test_ch8_ex1_passes_the_reference(far16, capsys) -> None:
     assert out.startswith("ch8-ex1: correct.") and "row 28 of 32" in out
 
 
+@TRAINS
 @pytest.mark.parametrize(
     ("smallest_k", "message"),
     [
@@ -87,6 +102,7 @@ def test_ch8_ex1_catches_a_wrong_span(far16, smallest_k, message: str) -> None:
         check("ch8-ex1", smallest_k, run, config=config)
 
 
+@TRAINS
 def test_ch8_ex1_catches_the_run_of_the_default_window(far16) -> None:
     config16, _ = far16
     config8 = LIVE.replace(task="far")
@@ -97,6 +113,7 @@ def test_ch8_ex1_catches_the_run_of_the_default_window(far16) -> None:
         check("ch8-ex1", 14, run8, config=config16)
 
 
+@TRAINS
 def test_ch8_ex1_catches_the_wrong_task_and_too_little_training(far16) -> None:
     config16, run16 = far16
     with pytest.raises(ExerciseError, match="train on the far task"):
@@ -231,6 +248,7 @@ def absolute_task(registered) -> tuple[Config, dict[str, Any]]:
     return config, run_of(config, NAME)
 
 
+@TRAINS
 def test_ch8_ex3_passes_the_reference(absolute_task, capsys) -> None:
     config, run = absolute_task
     check("ch8-ex3", with_absolute, run, config=config)
@@ -239,6 +257,7 @@ def test_ch8_ex3_passes_the_reference(absolute_task, capsys) -> None:
     assert float(run["accuracy"]["128"]) < 0.6  # and the remark's reason holds
 
 
+@TRAINS
 @pytest.mark.parametrize(
     ("builder", "message"),
     [
@@ -256,6 +275,7 @@ def test_ch8_ex3_catches_a_wrong_builder(absolute_task, builder, message) -> Non
         check("ch8-ex3", builder, run, config=config)
 
 
+@TRAINS
 def test_ch8_ex3_catches_a_wrong_run(registered, absolute_task) -> None:
     config, _ = absolute_task
     relative = LIVE.replace(steps=FEW_STEPS)

@@ -6,6 +6,8 @@ dashed or dotted line has a legend entry, and titles that hold math are mathtext
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 import torch
@@ -41,49 +43,92 @@ FIGURES = {
 }
 
 
+@functools.cache
+def drawn(name: str) -> Figure:
+    """Each figure drawn once per session: the rules below only read it."""
+    return FIGURES[name]()
+
+
 def _colorbar_axes(fig: Figure) -> list:
     return [
         image.colorbar.ax for ax in fig.axes for image in ax.images if image.colorbar
     ]
 
 
-@pytest.mark.parametrize("name", sorted(FIGURES))
-def test_every_axis_and_colour_bar_is_labelled(name):
-    fig = FIGURES[name]()
+def unlabelled(fig: Figure) -> list[str]:
+    """What breaks the labelling rule: a colour bar or a drawn axis without a label."""
     bars = _colorbar_axes(fig)
-    for bar in bars:
-        assert bar.get_ylabel().strip(), f"{name}: a colour bar without a label"
-    for ax in fig.axes:
+    found = [
+        f"colour bar {i}" for i, bar in enumerate(bars) if not bar.get_ylabel().strip()
+    ]
+    for i, ax in enumerate(fig.axes):
         if ax in bars or not ax.axison:
             continue
-        assert ax.get_xlabel().strip() and ax.get_ylabel().strip(), (
-            name,
-            ax.get_title(),
-        )
+        if not (ax.get_xlabel().strip() and ax.get_ylabel().strip()):
+            found.append(f"axes {i} {ax.get_title()!r}")
+    return found
+
+
+def dashed_lines_outside_the_legend(fig: Figure) -> list[str]:
+    """Dashed or dotted lines with no legend entry (theirs or a same-styled line's)."""
+    found = []
+    for ax in fig.axes:
+        _, labels = ax.get_legend_handles_labels()
+        if labels and ax.get_legend() is None:
+            found.append(f"{ax.get_title()!r}: labels but no legend drawn")
+        for line in ax.lines:
+            if line.get_linestyle() not in ("--", ":", "-."):
+                continue
+            same = [
+                other.get_label()
+                for other in ax.lines
+                if other.get_linestyle() == line.get_linestyle()
+                and other.get_color() == line.get_color()
+            ]
+            if not any(entry in labels for entry in same):
+                found.append(f"{ax.get_title()!r}: {line.get_label()}")
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_every_axis_and_colour_bar_is_labelled(name):
+    assert unlabelled(drawn(name)) == []
 
 
 @pytest.mark.parametrize("name", sorted(FIGURES))
 def test_every_dashed_or_dotted_line_is_in_the_legend(name):
-    fig = FIGURES[name]()
-    for ax in fig.axes:
-        _, labels = ax.get_legend_handles_labels()
-        for line in ax.lines:
-            if line.get_linestyle() in ("--", ":", "-."):
-                label = line.get_label()
-                same = [
-                    other.get_label()
-                    for other in ax.lines
-                    if other.get_linestyle() == line.get_linestyle()
-                    and other.get_color() == line.get_color()
-                ]
-                assert any(entry in labels for entry in same + [label]), (name, label)
-        if labels:
-            assert ax.get_legend() is not None, f"{name}: labels but no legend drawn"
+    assert dashed_lines_outside_the_legend(drawn(name)) == []
+
+
+def test_the_rules_see_what_they_check():
+    """Both rules find a planted fault, and the figures give them work to do."""
+    fig = Figure()
+    ax = fig.subplots()
+    ax.imshow(np.eye(2))
+    fig.colorbar(ax.images[0], ax=ax)
+    ax.plot([0, 1], [0, 1], "--", label="a bound")
+    ax.plot([0, 1], [1, 0], ":", label="_hidden")  # "_": kept out of any legend
+    assert unlabelled(fig) == ["colour bar 0", "axes 0 ''"]
+    assert dashed_lines_outside_the_legend(fig) == [
+        "'': labels but no legend drawn", "'': _hidden"
+    ]
+    ax.legend()
+    assert dashed_lines_outside_the_legend(fig) == ["'': _hidden"]
+    figures = [drawn(name) for name in FIGURES]
+    assert sum(len(_colorbar_axes(fig)) for fig in figures) >= 5
+    dashed = [
+        line
+        for fig in figures
+        for ax in fig.axes
+        for line in ax.lines
+        if line.get_linestyle() in ("--", ":", "-.")
+    ]
+    assert len(dashed) >= 1  # log_buckets marks its regions with dashed lines
 
 
 def test_math_in_titles_is_mathtext():
     for name in ("relative_position_matrix", "index_heatmap", "disentangled_streams"):
-        fig = FIGURES[name]()
+        fig = drawn(name)
         titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
         assert any("$" in title for title in titles), (name, titles)
         for title in titles:
@@ -103,31 +148,30 @@ def test_score_heatmap_shares_a_colour_scale_on_request():
 def test_streams_draw_the_pencil_example_and_frame_the_gathered_cells():
     query, key, pos_query, pos_key, index = _pencil()
     fig = plot.disentangled_streams(query, key, pos_query, pos_key, index)
-    drawn = [ax.images[0].get_array() for ax in fig.axes]
-    c2p = relpos.content_to_position(query[None, None], pos_key[None], index)[0, 0]
-    p2c = relpos.position_to_content(key[None, None], pos_query[None], index)[0, 0]
-    expected = [
-        query,
-        key,
-        query @ key.T,
-        pos_key,
-        query @ pos_key.T,
-        c2p,
-        pos_query,
-        key @ pos_query.T,
-        p2c,
-    ]
+    drawn = [np.asarray(ax.images[0].get_array()) for ax in fig.axes]
+    # Worked by hand: k = 2, delta(i, j) = clamp(i - j, -2, 1) + 2;
+    # c2p[i, j] = Q_i . Pk[delta(i, j)] and p2c[i, j] = K_j . Pq[delta(i, j)].
+    assert index.tolist() == [[2, 1, 0], [3, 2, 1], [3, 3, 2]]
+    query_rows = [[0, 1, 0, -1], [1, 0, -1, 1], [1, 1, -1, 0]]  # Q Pk^T, (i, r)
+    key_rows = [[1, 1, -1, -1], [0, 1, 0, -1], [1, 0, -1, 0]]  # K Pq^T, (j, r)
+    c2p = [[0, 1, 0], [1, -1, 0], [0, 0, -1]]
+    p2c = [[-1, 1, 1], [-1, 0, 0], [-1, -1, -1]]
+    c2c = [[1, 0, 1], [1, 1, 0], [2, 1, 1]]  # Q K^T
+    expected = [query, key, c2c, pos_key, query_rows, c2p, pos_query, key_rows, p2c]
+    assert len(drawn) == len(expected)
     for got, want in zip(drawn, expected):
-        assert np.array_equal(np.asarray(got), want.numpy())
+        assert np.array_equal(got, np.asarray(want))
 
     def framed(ax) -> set[tuple[int, int]]:
         return {(round(p.get_y() + 0.5), round(p.get_x() + 0.5)) for p in ax.patches}
 
-    pairs = [(i, j) for i in range(3) for j in range(3)]
-    assert framed(fig.axes[4]) == {(i, int(index[i, j])) for i, j in pairs}
-    assert framed(fig.axes[7]) == {(j, int(index[i, j])) for i, j in pairs}
+    # c2p reads row i at column delta(i, j); p2c reads row j at column delta(i, j).
+    assert framed(fig.axes[4]) == {(0, 2), (0, 1), (0, 0), (1, 3), (1, 2), (1, 1),
+                                   (2, 3), (2, 2)}
+    assert framed(fig.axes[7]) == {(0, 2), (1, 1), (2, 0), (0, 3), (1, 2), (2, 1),
+                                   (1, 3), (2, 2)}
     texts = [t.get_text() for t in fig.axes[5].texts]
-    assert texts == [f"{v:g}" for v in c2p.flatten().tolist()]
+    assert texts == ["0", "1", "0", "1", "-1", "0", "0", "0", "-1"]
 
 
 def test_streams_refuse_mismatched_input():

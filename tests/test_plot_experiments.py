@@ -6,6 +6,7 @@ two sizes, three lengths, with distinct means so that a mix-up shows.
 
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
@@ -98,9 +99,14 @@ def _errorbars(ax) -> dict:
     return drawn
 
 
+@functools.cache
+def _sweep_figure() -> Figure:
+    """experiment_sweep of the hand-made results, drawn once (tests only read it)."""
+    return experiment_sweep(_results())
+
+
 def test_sweep_figure_draws_the_json_means_and_spreads():
-    results = _results()
-    fig = experiment_sweep(results)
+    fig = _sweep_figure()
     assert isinstance(fig, Figure)
     axes = np.array(fig.axes).reshape(len(TASKS), 2)
     for t, task in enumerate(TASKS):
@@ -134,8 +140,11 @@ def test_sweep_figure_other_size_and_length_and_labels():
 def test_sweep_figure_reads_a_path(tmp_path):
     path = tmp_path / "sweep.json"
     path.write_text(json.dumps(_results()))
-    fig = experiment_sweep(path)
-    assert len(fig.axes) == 2 * len(TASKS)
+    from_file, from_dict = experiment_sweep(path), _sweep_figure()
+    assert len(from_file.axes) == 2 * len(TASKS)
+    for ax_file, ax_dict in zip(from_file.axes, from_dict.axes, strict=True):
+        assert _errorbars(ax_file) == _errorbars(ax_dict)
+        assert ax_file.get_title() == ax_dict.get_title()
 
 
 def test_sweep_figure_errors():
@@ -191,8 +200,13 @@ def test_score_by_distance_draws_diagonal_means():
     assert list(c2p_lines[0].get_xdata()) == distances
     assert list(c2p_lines[0].get_ydata()) == pytest.approx(distances)
     assert list(c2p_lines[1].get_ydata()) == pytest.approx([-d for d in distances])
-    first = probs[0, 0]
-    expected = [float(first.diagonal(-d).mean()) for d in distances]
+    # Head 0's probabilities averaged over the pairs at each distance, pair by pair.
+    pairs: dict[int, list[float]] = {d: [] for d in distances}
+    for i in range(n):
+        for j in range(n):
+            pairs[i - j].append(float(probs[0, 0, i, j]))
+    expected = [sum(pairs[d]) / len(pairs[d]) for d in distances]
+    assert [len(pairs[d]) for d in (-(n - 1), 0, n - 1)] == [1, n, 1]
     assert list(fig.axes[2].lines[0].get_ydata()) == pytest.approx(expected)
     for ax in fig.axes:
         assert ax.get_xlabel() == "distance i - j" and ax.get_ylabel()

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 import torch
+from matplotlib.figure import Figure
+from transformers.models.t5.modeling_t5 import T5Attention
 
 import relpos
 from relpos import schemes
@@ -71,7 +75,7 @@ def test_drawn_data_show_each_scheme_shape(landscape) -> None:
     by_name = {ax.get_title(): np.array([ln.get_ydata() for ln in ax.lines])
                for ax in fig.axes if ax.lines}
     r = distances.numpy()
-    slopes = schemes.alibi_slopes(HEADS, dtype=torch.float64).numpy()
+    slopes = np.array([1 / 4, 1 / 16, 1 / 64, 1 / 256])  # 2^(-8 m / 4), m = 1 .. 4
     alibi = -slopes[:, None] * np.abs(r)  # (h, m)
     np.testing.assert_allclose(by_name["ALiBi"], alibi, rtol=1e-6, atol=1e-6)
     # Clipped tables: flat beyond the window, different inside it.
@@ -81,8 +85,10 @@ def test_drawn_data_show_each_scheme_shape(landscape) -> None:
         assert np.ptp(values[:, r >= behind], axis=1).max() < 1e-6, name
         inside = values[:, (r > ahead) & (r < behind)]
         assert np.abs(np.diff(inside, axis=1)).min() > 1e-6, name
-    # T5: one value per bucket.
-    buckets = schemes.t5_bucket(distances, num_buckets=16, max_distance=32).numpy()
+    # T5: one value per bucket, T5's own buckets (it takes j - i, hence -r).
+    buckets = T5Attention._relative_position_bucket(
+        -distances, bidirectional=True, num_buckets=16, max_distance=32
+    ).numpy()
     for bucket in np.unique(buckets):
         assert np.ptp(by_name["T5"][:, buckets == bucket], axis=1).max() < 1e-6
     assert len(np.unique(by_name["T5"][0].round(6))) == len(np.unique(buckets))
@@ -129,5 +135,15 @@ def test_bad_input_names_the_argument(distances, contributions, kwargs, error, m
         plot.score_landscape(distances, contributions, **kwargs)
 
 
-def test_listed_in_all() -> None:
-    assert "score_landscape" in plot.__all__
+def test_all_lists_every_public_figure_function() -> None:
+    """__all__ is the module's public functions, each annotated to return a Figure."""
+    defined = {
+        name
+        for name, value in inspect.getmembers(plot, inspect.isfunction)
+        if value.__module__ == plot.__name__ and not name.startswith("_")
+    }
+    assert "score_landscape" in defined
+    assert sorted(plot.__all__) == sorted(defined)
+    for name in plot.__all__:
+        returns = inspect.signature(getattr(plot, name)).return_annotation
+        assert returns in ("Figure", Figure), (name, returns)
