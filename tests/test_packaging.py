@@ -136,8 +136,7 @@ def test_project_urls_point_at_the_configured_repository():
     urls = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]
     assert urls["Source"] == urls["Homepage"] == url
     assert urls["Issues"] == f"{url}/issues"
-    owner, name = url.removeprefix("https://github.com/").split("/")
-    assert urls["Documentation"] == f"https://{owner}.github.io/{name}/"
+    assert urls["Documentation"] == set_repo_url.pages_url(url)
     citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
     assert citation["repository-code"] == url
     assert citation["url"] == urls["Documentation"]
