@@ -245,6 +245,69 @@ def test_constraints_pin_every_direct_dependency():
     assert pinned["jupyter-book"] == "1.0.4.post1"
 
 
+# uv's annotations: "    # via name", or "    # via" then "    #   name" lines
+_VIA = re.compile(
+    r"^\s+#\s+(?!via\s*$)(?:via\s+)?(?P<name>[A-Za-z0-9][\w.-]*)(?: \(|\s*$)"
+)
+
+
+def _pins_and_reasons() -> dict[str, set[str]]:
+    """constraints.txt as ``package -> the packages it is there for`` (uv's "# via")."""
+    reasons: dict[str, set[str]] = {}
+    current = None
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if "==" in line and not line.startswith("#"):
+            current = _requirement_name(line)
+            reasons[current] = set()
+        elif current and (via := _VIA.match(line)):
+            reasons[current].add(_requirement_name(via.group("name")))
+    return reasons
+
+
+def test_every_pin_says_why_it_is_there():
+    reasons = _pins_and_reasons()
+    assert len(reasons) > 50
+    unexplained = sorted(name for name, why in reasons.items() if not why)
+    assert not unexplained, f"pinned without a '# via': {unexplained}"
+    header = (ROOT / "constraints.txt").read_text().split("\n", 8)[:8]
+    assert any("make lock" in line for line in header), "no regeneration command"
+
+
+def test_jupyterlab_comes_only_with_the_student_edition():
+    """nbgrader is in the student extra alone, and the book's site does not need the
+    jupyterlab/notebook stack it brings: in the pins, nothing else leads to it."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    for extra, requirements in project["optional-dependencies"].items():
+        names = {_requirement_name(r) for r in requirements}
+        assert ("nbgrader" in names) == (extra == "student"), extra
+        assert not any("student" in r for r in requirements if "relpos[" in r), extra
+    reasons = _pins_and_reasons()
+    needed, frontier = set(), {"relpos"}
+    while frontier:  # everything that relpos needs without going through nbgrader
+        needed |= frontier
+        frontier = {
+            name
+            for name, why in reasons.items()
+            if name not in needed and name != "nbgrader" and why & needed
+        }
+    for stack in ("jupyterlab", "notebook", "jupyter-server"):
+        assert stack in reasons, stack
+        assert stack not in needed, f"{stack} is needed by more than nbgrader"
+
+
+def test_make_book_installs_the_site_without_the_student_edition():
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = re.compile(r"^\$\((\w+)_ENV\):.*\n\t.*-e \"\.\[([\w,]+)\]\"", re.M)
+    installs = dict(recipe.findall(makefile))
+    assert installs["SITE"] == "site" and installs["STUDENT"] == "student"
+    # the suite builds the site and the student edition (tests/test_student_edition.py)
+    assert {"site", "student", "test"} <= set(installs["TEST"].split(","))
+    targets = dict(re.findall(r"^([a-z]+): \$\((\w+)_ENV\)", makefile, re.M))
+    assert targets["book"] == targets["pdf"] == "SITE"
+    assert targets["student"] == "STUDENT"
+    assert targets["unit"] == targets["site"] == targets["notebooks"] == "TEST"
+
+
 # -- the instructors' page ------------------------------------------------------------
 
 ROW = re.compile(

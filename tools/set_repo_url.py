@@ -1,4 +1,4 @@
-"""Point the book at a repository: _config.yml and every notebook's setup cell.
+"""Point the book at a repository: _config.yml, every notebook's setup cell, the URLs.
 
 Usage: .venv/bin/python tools/set_repo_url.py https://github.com/YOUR-ORG/relpos
 
@@ -7,7 +7,8 @@ launch buttons and the repository button read it there. The setup cell of each
 notebook must also know it (on Colab a notebook is opened alone), so this script
 rewrites those cells from SETUP_CELL below, and tests/test_book_config.py checks
 that every notebook's first code cell is exactly SETUP_CELL for the URL in
-_config.yml. Run `make test` afterwards.
+_config.yml. pyproject.toml's project URLs and CITATION.cff are rewritten too
+(tests/test_packaging.py checks them). Run `make test` afterwards.
 """
 
 from __future__ import annotations
@@ -50,6 +51,14 @@ def configured_url(config_path: Path = ROOT / "_config.yml") -> str:
     return match.group(2)
 
 
+def pages_url(url: str) -> str:
+    """Where GitHub Pages serves the site of repository ``url`` (the workflow's target)."""
+    match = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+?)/?", url)
+    if match is None:
+        return url
+    return f"https://{match.group(1).lower()}.github.io/{match.group(2)}/"
+
+
 def notebooks() -> list[Path]:
     """Every chapter notebook of the book."""
     return sorted((ROOT / "book").glob("*.ipynb"))
@@ -72,6 +81,12 @@ def set_url(url: str) -> None:
     if not re.fullmatch(r"https://\S+", url):
         raise ValueError(f"url must be an https:// repository URL, got {url!r}")
     config = ROOT / "_config.yml"
+    previous = configured_url(config)
+    # pyproject.toml's project URLs and CITATION.cff name the repository and its site
+    for name in ("pyproject.toml", "CITATION.cff"):
+        path = ROOT / name
+        text = path.read_text().replace(pages_url(previous), pages_url(url))
+        path.write_text(text.replace(previous, url))
     config.write_text(_URL_LINE.sub(lambda m: m.group(1) + url, config.read_text(), count=1))
     for path in notebooks():
         notebook = nbformat.read(path, as_version=4)

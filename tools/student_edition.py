@@ -17,8 +17,9 @@ are built"). For every notebook in book/ this script
   directives and roles as raw text.
 
 Every other cell is kept as it is, outputs included. The edition is written to
-OUTPUT with a README listing its notebooks. nbgrader is part of the book's
-environment; an instructor who runs a full nbgrader course can also release the
+OUTPUT with a README listing its notebooks. nbgrader (and the jupyterlab it brings)
+comes with the ``student`` extra, which ``make student`` installs; the site does
+not need it. An instructor who runs a full nbgrader course can also release the
 original notebooks with ``nbgrader generate_assignment`` and
 ``ClearSolutions.enforce_metadata=False``.
 """
@@ -30,7 +31,14 @@ import sys
 from pathlib import Path
 
 import nbformat
-from nbgrader.preprocessors import ClearSolutions
+
+try:
+    from nbgrader.preprocessors import ClearSolutions
+except ModuleNotFoundError as missing:  # the site's environment has no nbgrader
+    raise ModuleNotFoundError(
+        "the student edition needs nbgrader, from relpos's 'student' extra: "
+        "make student, or pip install -e '.[student]'"
+    ) from missing
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
