@@ -123,7 +123,7 @@ def test_skips_are_recorded_with_their_reason():
 
 
 def test_a_failing_measurement_is_recorded_and_the_run_goes_on(monkeypatch):
-    real_forward_fn = bench._forward_fn
+    real_forward_fn = bench.forward_fn
 
     def forward_fn(backend, module, inputs):
         forward = real_forward_fn(backend, module, inputs)
@@ -143,8 +143,8 @@ def test_a_failing_measurement_is_recorded_and_the_run_goes_on(monkeypatch):
         return bench.measure_memory(backend, n, config)
 
     # Memory in this process (its numbers are real, only less isolated) keeps the test short.
-    monkeypatch.setattr(bench.memory, "_memory_in_subprocess", memory_in_process)
-    monkeypatch.setattr(bench.models, "_forward_fn", forward_fn)
+    monkeypatch.setattr(bench.measure, "memory_in_subprocess", memory_in_process)
+    monkeypatch.setattr(bench.models, "forward_fn", forward_fn)
     data = bench.run_benchmark(
         [16], ["gather", "transformers"], repeats=3, device="cpu", progress=None, **TINY
     )
@@ -160,7 +160,7 @@ def test_backward_is_timed_and_measured(monkeypatch):
     def memory_in_process(backend, n, config):
         return bench.measure_memory(backend, n, config)
 
-    monkeypatch.setattr(bench.memory, "_memory_in_subprocess", memory_in_process)
+    monkeypatch.setattr(bench.measure, "memory_in_subprocess", memory_in_process)
     data = bench.run_benchmark(
         [64], ["transformers", "gather"], repeats=2, device="cpu", backward=True, progress=None, **TINY
     )
@@ -175,9 +175,9 @@ def test_backward_is_timed_and_measured(monkeypatch):
 
 
 def test_failures_are_classified():
-    assert bench._failure(MemoryError())[0] == "oom"
-    assert bench._failure(torch.OutOfMemoryError("CUDA out of memory"))[0] == "oom"
-    assert bench._failure(ValueError("bad shape\nmore")) == ("error", "ValueError: bad shape")
+    assert bench.failure(MemoryError())[0] == "oom"
+    assert bench.failure(torch.OutOfMemoryError("CUDA out of memory"))[0] == "oom"
+    assert bench.failure(ValueError("bad shape\nmore")) == ("error", "ValueError: bad shape")
 
 
 def test_direct_build_matches_from_transformers():

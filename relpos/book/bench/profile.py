@@ -42,7 +42,6 @@ Shapes:
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -62,6 +61,7 @@ from relpos.flex import (
     full_block_mask,
     heads_contiguous,
 )
+from .. import _cli
 from .config import BenchConfig
 from .models import build_module, make_inputs, random_weights
 from .roofline import config_flops, matmul_runs, throughput_record
@@ -338,18 +338,20 @@ def main(argv: list[str] | None = None) -> None:
     Shapes:
         (no tensors)
     """
-    parser = argparse.ArgumentParser(
+    parser = _cli.OneLineParser(
         prog="python -m relpos.book.bench.profile",
         description="Where the forward time of gather and flex goes (CPU, float32).",
     )
-    parser.add_argument("--n", type=int, default=2048, help="sequence length")
-    parser.add_argument("--repeats", type=int, default=5, help="timed rounds")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch threads (default: torch's own choice)")
-    parser.add_argument("--output", default="profile_cpu.json", help="JSON path")
+    parser.add_argument("--n", type=_cli.integer(1), default=2048, help="sequence length")
+    parser.add_argument("--repeats", type=_cli.integer(1), default=5, help="timed rounds")
+    parser.add_argument("--threads", type=_cli.integer(1), default=None,
+                        help="torch threads (none: torch's own choice)")
+    parser.add_argument("--output", default="profile_cpu.json", metavar="PATH",
+                        help="JSON path (its folder is made if missing)")
     args = parser.parse_args(argv)
+    _cli.output_flag(parser, "--output", args.output, make_parents=True)
     if args.threads is not None:
-        torch.set_num_threads(check_int("--threads", args.threads, minimum=1))
+        torch.set_num_threads(args.threads)
     data = profile_forward(args.n, repeats=args.repeats, progress=True)
     summary = profile_summary(data)
     print(f"n = {args.n}, {torch.get_num_threads()} threads, "

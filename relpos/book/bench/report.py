@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import (
-    _MIB,
+    MIB,
     MATMUL_KEYS,
     READABLE_SCHEMAS,
     RESULT_KEYS,
@@ -131,7 +131,7 @@ def format_table(results: dict[str, Any]) -> str:
                  _cell(roof["fraction"], ".2f")]
         if show_backward:
             cells += [_cell(row.get("backward_s"), ".4f"), _cell(ratio["backward_ratio"], ".2f")]
-        peak = row["peak_bytes"] / _MIB if row["peak_bytes"] is not None else None
+        peak = row["peak_bytes"] / MIB if row["peak_bytes"] is not None else None
         note = row.get("note") or row.get("error") or ""
         cells += [_cell(peak, ".1f"), _cell(ratio["memory_ratio"], ".2f")]
         cells += [_cell(row["compile_s"], ".1f"), note]
