@@ -6,7 +6,7 @@ bad value stops the command with one line on stderr that names the flag, and
 exit status 2, before any training or measurement starts. Its help shows every
 default. The converters here parse text into the types the configurations
 hold; the configurations themselves check ranges and cross-field rules
-(``Config``, ``BenchConfig``), and :meth:`OneLineParser.config` turns their
+(``Config``, ``BenchConfig``), and :func:`config_or_exit` turns their
 ``ValueError``/``TypeError`` into the same one-line error naming the flag.
 Where a command writes, :func:`check_writable` (and :func:`check_plot_format`
 for a figure) runs before the work too, so that a run never ends in an
@@ -68,23 +68,29 @@ class OneLineParser(argparse.ArgumentParser):
         """Stop with ``error: argument FLAG: MESSAGE``."""
         self.error(f"argument {flag}: {message}")
 
-    def config(
-        self, build: Callable[[], T], flags: Mapping[str, str]
-    ) -> T:
-        """``build()``, or a one-line error naming the flag of the field it rejects.
 
-        ``flags`` maps field names to flags; the error's field names are written
-        as flags, and the first one named is the flag of the error.
-        """
-        try:
-            return build()
-        except (TypeError, ValueError) as error:
-            fields = "|".join(re.escape(f) for f in sorted(flags, key=len, reverse=True))
-            word = re.compile(rf"\b({fields})\b")
-            first = word.search(str(error))
-            message = word.sub(lambda match: flags[match.group(1)], str(error))
-            flag = flags[first.group(1)] if first else "/".join(flags.values())
-            self.fail(flag, message)
+def config_or_exit(
+    parser: argparse.ArgumentParser, build: Callable[[], T], flags: Mapping[str, str]
+) -> T:
+    """``build()``, or a one-line ``parser.error`` naming the flag of the field it rejects.
+
+    ``flags`` maps field names to flags. The configurations name the field
+    first in their errors (``"hidden must be divisible by heads, ..."``); the
+    first field named gives the flag of the error, and every field named is
+    written as its flag.
+
+    Shapes:
+        (no tensors)
+    """
+    try:
+        return build()
+    except (TypeError, ValueError) as error:
+        fields = "|".join(re.escape(f) for f in sorted(flags, key=len, reverse=True))
+        word = re.compile(rf"\b({fields})\b")
+        first = word.search(str(error))
+        message = word.sub(lambda match: flags[match.group(1)], str(error))
+        flag = flags[first.group(1)] if first else "/".join(flags.values())
+        parser.error(f"argument {flag}: {message}")
 
 
 # -- converters: text into values (argparse names the flag when they raise) -------------
@@ -271,6 +277,7 @@ __all__ = [
     "OneLineParser",
     "check_plot_format",
     "check_writable",
+    "config_or_exit",
     "device",
     "integer",
     "integers",

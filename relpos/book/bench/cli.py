@@ -91,7 +91,7 @@ def config_from_args(parser: _cli.OneLineParser, args: argparse.Namespace) -> Be
         (no tensors)
     """
     values = {name: getattr(args, name) for name in FLAGS}
-    return parser.config(lambda: BenchConfig(**values), FLAGS)
+    return _cli.config_or_exit(parser, lambda: BenchConfig(**values), FLAGS)
 
 
 def main(argv: list[str] | None = None) -> None:
