@@ -1,4 +1,4 @@
-"""The command lines reject every bad value before any work, in one line naming the flag.
+"""The command lines reject every bad value before any work, in one line naming it.
 
 ``python -m relpos.book.bench``, ``python -m relpos.book.bench.profile`` and
 ``python -m relpos.book.experiments`` run here in-process through their
@@ -115,7 +115,9 @@ def _unwritable(tmp_path: Path) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("case", range(3))
-def test_bench_rejects_an_unwritable_output_before_any_work(case, work, capsys, tmp_path):
+def test_bench_rejects_an_unwritable_output_before_any_work(
+    case, work, capsys, tmp_path
+):
     path, why = _unwritable(tmp_path)[case]
     err = _rejects(bench.main, ["--output", path], "--output", capsys, work, tmp_path)
     assert why in err
@@ -124,8 +126,20 @@ def test_bench_rejects_an_unwritable_output_before_any_work(case, work, capsys, 
 def test_bench_gets_to_the_work_with_good_flags(work, tmp_path):
     output = tmp_path / "new" / "bench.json"  # a missing folder is made, later
     with pytest.raises(Started):
-        bench.main(["--lengths", "16,32", "--repeats", "2", "--position-buckets", "-1",
-                    "--device", "cpu", "--output", str(output)])
+        bench.main(
+            [
+                "--lengths",
+                "16,32",
+                "--repeats",
+                "2",
+                "--position-buckets",
+                "-1",
+                "--device",
+                "cpu",
+                "--output",
+                str(output),
+            ]
+        )
     (lengths, backends), keywords = work[0]
     assert lengths == [16, 32] and backends == list(bench.BENCH_BACKENDS)
     assert keywords["repeats"] == 2 and keywords["position_buckets"] == -1
@@ -135,16 +149,21 @@ def test_bench_gets_to_the_work_with_good_flags(work, tmp_path):
 
 def test_bench_profile_rejects_bad_values_before_any_work(work, capsys, tmp_path):
     output = str(tmp_path / "profile.json")
-    for argv, flag in ([["--n", "0"], "--n"], [["--repeats", "x"], "--repeats"],
-                       [["--threads", "0"], "--threads"]):
-        _rejects(profile.main, [*argv, "--output", output], flag, capsys, work, tmp_path)
+    for argv, flag in (
+        [["--n", "0"], "--n"],
+        [["--repeats", "x"], "--repeats"],
+        [["--threads", "0"], "--threads"],
+    ):
+        _rejects(
+            profile.main, [*argv, "--output", output], flag, capsys, work, tmp_path
+        )
     for path, _ in _unwritable(tmp_path):
         _rejects(profile.main, ["--output", path], "--output", capsys, work, tmp_path)
     with pytest.raises(Started):
         profile.main(["--n", "64", "--output", output])
 
 
-# -- python -m relpos.book.experiments ---------------------------------------------------
+# -- python -m relpos.book.experiments -------------------------------------------------
 
 EXPERIMENTS_BAD = [
     (["--steps", "0"], "--steps"),
@@ -177,11 +196,18 @@ EXPERIMENTS_BAD = [
 
 
 def _experiment_paths(tmp_path: Path) -> list[str]:
-    return ["--output", str(tmp_path / "sweep.json"), "--plot", str(tmp_path / "sweep.png")]
+    return [
+        "--output",
+        str(tmp_path / "sweep.json"),
+        "--plot",
+        str(tmp_path / "sweep.png"),
+    ]
 
 
 @pytest.mark.parametrize("argv, flag", EXPERIMENTS_BAD)
-def test_experiments_reject_a_bad_value_before_any_work(argv, flag, work, capsys, tmp_path):
+def test_experiments_reject_a_bad_value_before_any_work(
+    argv, flag, work, capsys, tmp_path
+):
     argv = [*argv, *_experiment_paths(tmp_path)]
     _rejects(experiments_cli.main, argv, flag, capsys, work, tmp_path)
 
@@ -197,16 +223,32 @@ def test_experiments_reject_an_unwritable_path_before_any_work(
     assert why in err or "does not exist" in err
 
 
-def test_experiments_reject_a_figure_format_matplotlib_cannot_write(work, capsys, tmp_path):
-    argv = ["--output", str(tmp_path / "sweep.json"), "--plot", str(tmp_path / "sweep.xyz")]
+def test_experiments_reject_a_figure_format_matplotlib_cannot_write(
+    work, capsys, tmp_path
+):
+    argv = [
+        "--output",
+        str(tmp_path / "sweep.json"),
+        "--plot",
+        str(tmp_path / "sweep.xyz"),
+    ]
     err = _rejects(experiments_cli.main, argv, "--plot", capsys, work, tmp_path)
     assert "'xyz'" in err and "png" in err
 
 
 def test_experiments_get_to_the_work_with_good_flags(work, tmp_path):
     with pytest.raises(Started):
-        experiments_cli.main(["--schemes", "none,deberta", "--seeds", "0,1",
-                              "--hidden-size", "16", *_experiment_paths(tmp_path)])
+        experiments_cli.main(
+            [
+                "--schemes",
+                "none,deberta",
+                "--seeds",
+                "0,1",
+                "--hidden-size",
+                "16",
+                *_experiment_paths(tmp_path),
+            ]
+        )
     (base,), keywords = work[0]
     assert keywords["schemes"] == ["none", "deberta"] and keywords["seeds"] == [0, 1]
     assert base == Config(hidden_size=16, intermediate_size=32)  # twice the width
@@ -222,7 +264,9 @@ def test_every_config_field_is_a_flag_with_its_default():
         if field.metadata["sweep"] or field.name == "intermediate_size":
             continue
         value = getattr(base, field.name)
-        assert getattr(defaults, field.name) == (list(value) if isinstance(value, tuple) else value)
+        assert getattr(defaults, field.name) == (
+            list(value) if isinstance(value, tuple) else value
+        )
     assert experiments_cli.config_from_args(parser, defaults) == Config()
 
 
@@ -239,7 +283,7 @@ def test_a_config_error_names_the_flag_of_the_field(capsys):
     assert "--num-heads=4" in err and "num_heads" not in err
 
 
-# -- --help: every option and its default -----------------------------------------------
+# -- --help: every option and its default ----------------------------------------------
 
 
 def _squeezed(text: str) -> str:
@@ -247,7 +291,9 @@ def _squeezed(text: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "build", [bench.build_parser, experiments_cli.build_parser], ids=["bench", "experiments"]
+    "build",
+    [bench.build_parser, experiments_cli.build_parser],
+    ids=["bench", "experiments"],
 )
 def test_help_shows_every_default(build):
     parser = build()
@@ -270,7 +316,7 @@ def test_the_hidden_child_mode_stays_out_of_the_help():
     assert "--_measure-memory" not in bench.build_parser().format_help()
 
 
-# -- from the shell: exit status 2, one line ---------------------------------------------
+# -- from the shell: exit status 2, one line -------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -282,9 +328,14 @@ def test_the_hidden_child_mode_stays_out_of_the_help():
 )
 def test_the_commands_exit_with_status_2(module, argv, flag, tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", module, *argv], capture_output=True, text=True, cwd=tmp_path,
+        [sys.executable, "-m", module, *argv],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert done.returncode == 2, done.stderr
-    assert done.stderr.count("\n") == 1 and f"argument {flag}" in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1 and f"argument {flag}" in done.stderr, (
+        done.stderr
+    )
     assert done.stdout == "" and list(tmp_path.iterdir()) == []

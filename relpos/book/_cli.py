@@ -1,4 +1,4 @@
-"""What the book's command lines share: one-line errors, typed flags, checks before work.
+"""What the book's command lines share: one-line errors, typed flags, early checks.
 
 ``python -m relpos.book.experiments`` and ``python -m relpos.book.bench`` (and
 ``python -m relpos.book.bench.profile``) parse with :class:`OneLineParser`: a
@@ -72,7 +72,7 @@ class OneLineParser(argparse.ArgumentParser):
 def config_or_exit(
     parser: argparse.ArgumentParser, build: Callable[[], T], flags: Mapping[str, str]
 ) -> T:
-    """``build()``, or a one-line ``parser.error`` naming the flag of the field it rejects.
+    """``build()``, or a one-line ``parser.error`` naming the flag of a bad field.
 
     ``flags`` maps field names to flags. The configurations name the field
     first in their errors (``"hidden must be divisible by heads, ..."``); the
@@ -93,7 +93,7 @@ def config_or_exit(
         parser.error(f"argument {flag}: {message}")
 
 
-# -- converters: text into values (argparse names the flag when they raise) -------------
+# -- converters: text into values (argparse names the flag when they raise) ------------
 
 
 def _type_error(message: str) -> argparse.ArgumentTypeError:
@@ -116,7 +116,9 @@ def integer(minimum: int | None = None) -> Callable[[str], int]:
     return parse
 
 
-def integers(minimum: int | None = None, distinct: bool = True) -> Callable[[str], list[int]]:
+def integers(
+    minimum: int | None = None, distinct: bool = True
+) -> Callable[[str], list[int]]:
     """A converter of ``"8,16,32"`` to a non-empty list of ints."""
 
     def parse(text: str) -> list[int]:
@@ -124,7 +126,9 @@ def integers(minimum: int | None = None, distinct: bool = True) -> Callable[[str
         try:
             values = [int(part) for part in parts]
         except ValueError:
-            raise _type_error(f"expected comma-separated integers, got {text!r}") from None
+            raise _type_error(
+                f"expected comma-separated integers, got {text!r}"
+            ) from None
         if minimum is not None and min(values) < minimum:
             raise _type_error(f"expected integers >= {minimum}, got {text!r}")
         if distinct and len(set(values)) != len(values):
@@ -135,8 +139,10 @@ def integers(minimum: int | None = None, distinct: bool = True) -> Callable[[str
     return parse
 
 
-def number(minimum: float | None = None, *, above: bool = False) -> Callable[[str], float]:
-    """A converter to a finite float (``>= minimum``, or ``> minimum`` with ``above``)."""
+def number(
+    minimum: float | None = None, *, above: bool = False
+) -> Callable[[str], float]:
+    """A converter to a finite float, ``>= minimum`` (``> minimum`` with ``above``)."""
 
     def parse(text: str) -> float:
         try:
@@ -177,7 +183,8 @@ def names(kind: str, choices: Callable[[], Any] | Any) -> Callable[[str], list[s
         unknown = [v for v in values if v not in known]
         if unknown or len(set(values)) != len(values):
             raise _type_error(
-                f"expected 'all' or distinct {kind} from {','.join(known)}, got {text!r}"
+                f"expected 'all' or distinct {kind} from {','.join(known)}, "
+                f"got {text!r}"
             )
         return values
 
@@ -186,7 +193,7 @@ def names(kind: str, choices: Callable[[], Any] | Any) -> Callable[[str], list[s
 
 
 def device(text: str) -> str:
-    """A converter to ``"cpu"`` or ``"cuda"``; ``"cuda"`` only where torch sees a GPU."""
+    """A converter to ``"cpu"``, or ``"cuda"`` where torch sees a GPU."""
     import torch
 
     if text not in ("cpu", "cuda"):
@@ -196,11 +203,11 @@ def device(text: str) -> str:
     return text
 
 
-# -- checks before the work: where the results go ---------------------------------------
+# -- checks before the work: where the results go --------------------------------------
 
 
 def check_writable(name: str, path: str | os.PathLike, *, make_parents: bool) -> Path:
-    """``path`` as a Path, after checking a file can be written there; ValueError if not.
+    """``path`` as a Path, once a file can be written there; ValueError if not.
 
     The path must not be a folder; its folder must exist and take a new file
     (tried with a temporary file that is removed at once), or with
@@ -259,9 +266,14 @@ def check_plot_format(name: str, path: str | os.PathLike) -> str:
 
 
 def output_flag(
-    parser: OneLineParser, flag: str, path: str | None, *, make_parents: bool, plot: bool = False
+    parser: OneLineParser,
+    flag: str,
+    path: str | None,
+    *,
+    make_parents: bool,
+    plot: bool = False,
 ) -> None:
-    """Check the output of ``flag`` before the work starts; a one-line error if it fails."""
+    """Check the output path of ``flag`` before the work; a one-line error if bad."""
     if path is None:
         return
     try:

@@ -1,8 +1,9 @@
-"""Benchmark of disentangled attention: transformers' reference against relpos' backends.
+"""Benchmark of disentangled attention: transformers' reference against relpos.
 
 Run it as a module::
 
-    python -m relpos.book.bench --lengths 512,1024,2048,4096 --repeats 5 --output bench_results.json
+    python -m relpos.book.bench --lengths 512,1024,2048,4096 --repeats 5 \\
+        --output bench_results.json
 
 Every backend runs the same weights: a seeded random ``transformers``
 DeBERTa-v2 ``DisentangledSelfAttention`` (deberta-v3-base shapes by default:

@@ -1,4 +1,4 @@
-"""The command line of ``python -m relpos.book.bench``: the argument parser and :func:`main`.
+"""The command line of ``python -m relpos.book.bench``: the parser and :func:`main`.
 
 :func:`build_parser` declares every flag (lengths, backends, device, dtype,
 sizes, skips, output path) plus the hidden ``--_measure-memory`` mode in which
@@ -26,7 +26,9 @@ from .report import format_table
 from .run import run_benchmark
 
 # Every field of BenchConfig is a flag of the same name, dashes for underscores.
-FLAGS = {f.name: "--" + f.name.replace("_", "-") for f in dataclasses.fields(BenchConfig)}
+FLAGS = {
+    f.name: "--" + f.name.replace("_", "-") for f in dataclasses.fields(BenchConfig)
+}
 
 
 def _backends(text: str) -> list[str]:
@@ -40,7 +42,7 @@ def _backends(text: str) -> list[str]:
 
 
 def build_parser() -> _cli.OneLineParser:
-    """The command-line interface of ``python -m relpos.book.bench``; ``--help`` shows every default.
+    """The parser of ``python -m relpos.book.bench``; ``--help`` shows every default.
 
     Shapes:
         (no tensors)
@@ -54,38 +56,96 @@ def build_parser() -> _cli.OneLineParser:
     )
     add = parser.add_argument
     integer = _cli.integer()  # the ranges are BenchConfig's to check
-    add("--lengths", type=_cli.integers(1), default=list(DEFAULT_LENGTHS), metavar="N,N,...",
-        help="comma-separated sequence lengths")
-    add("--repeats", type=integer, default=base.repeats,
-        help="timed runs per measurement; the median is kept")
-    add("--backends", type=_backends, default=list(BENCH_BACKENDS), metavar="NAMES",
-        help=f"comma-separated, from {','.join(BENCH_BACKENDS)}")
-    add("--device", type=_cli.device, default=default_device,
-        help="cpu, or cuda where torch sees a GPU")
-    add("--dtype", choices=tuple(DTYPES), default=base.dtype, help="parameter and input dtype")
+    add(
+        "--lengths",
+        type=_cli.integers(1),
+        default=list(DEFAULT_LENGTHS),
+        metavar="N,N,...",
+        help="comma-separated sequence lengths",
+    )
+    add(
+        "--repeats",
+        type=integer,
+        default=base.repeats,
+        help="timed runs per measurement; the median is kept",
+    )
+    add(
+        "--backends",
+        type=_backends,
+        default=list(BENCH_BACKENDS),
+        metavar="NAMES",
+        help=f"comma-separated, from {','.join(BENCH_BACKENDS)}",
+    )
+    add(
+        "--device",
+        type=_cli.device,
+        default=default_device,
+        help="cpu, or cuda where torch sees a GPU",
+    )
+    add(
+        "--dtype",
+        choices=tuple(DTYPES),
+        default=base.dtype,
+        help="parameter and input dtype",
+    )
     add("--batch", type=integer, default=base.batch, help="sequences per forward")
     add("--backward", action="store_true", help="also time forward plus backward")
-    add("--naive-max-length", type=integer, default=base.naive_max_length,
-        help="skip the naive backend above this length")
-    add("--max-memory-gb", type=_cli.number(), default=base.max_memory_gb,
-        help="skip a measurement whose estimated memory exceeds this")
-    add("--output", default="bench_results.json", metavar="PATH",
-        help="JSON results path (its folder is made if missing)")
-    add("--hidden", type=integer, default=base.hidden, help="model width; heads must divide it")
+    add(
+        "--naive-max-length",
+        type=integer,
+        default=base.naive_max_length,
+        help="skip the naive backend above this length",
+    )
+    add(
+        "--max-memory-gb",
+        type=_cli.number(),
+        default=base.max_memory_gb,
+        help="skip a measurement whose estimated memory exceeds this",
+    )
+    add(
+        "--output",
+        default="bench_results.json",
+        metavar="PATH",
+        help="JSON results path (its folder is made if missing)",
+    )
+    add(
+        "--hidden",
+        type=integer,
+        default=base.hidden,
+        help="model width; heads must divide it",
+    )
     add("--heads", type=integer, default=base.heads, help="attention heads")
-    add("--max-relative-positions", type=integer, default=base.max_relative_positions,
-        help="k without buckets; the distance of the last bucket with them")
-    add("--position-buckets", type=integer, default=base.position_buckets,
-        help="log buckets per side, or -1 for none")
-    add("--seed", type=integer, default=base.seed, help="seed of the weights and inputs")
-    add("--matmul-size", type=integer, default=base.matmul_size,
-        help="side of the square matmul whose speed is the roofline")
-    add("--_measure-memory", dest="measure_memory", default=None, help=argparse.SUPPRESS)
+    add(
+        "--max-relative-positions",
+        type=integer,
+        default=base.max_relative_positions,
+        help="k without buckets; the distance of the last bucket with them",
+    )
+    add(
+        "--position-buckets",
+        type=integer,
+        default=base.position_buckets,
+        help="log buckets per side, or -1 for none",
+    )
+    add(
+        "--seed", type=integer, default=base.seed, help="seed of the weights and inputs"
+    )
+    add(
+        "--matmul-size",
+        type=integer,
+        default=base.matmul_size,
+        help="side of the square matmul whose speed is the roofline",
+    )
+    add(
+        "--_measure-memory", dest="measure_memory", default=None, help=argparse.SUPPRESS
+    )
     return parser
 
 
-def config_from_args(parser: _cli.OneLineParser, args: argparse.Namespace) -> BenchConfig:
-    """The run's :class:`BenchConfig`; a value it rejects ends in a one-line error naming the flag.
+def config_from_args(
+    parser: _cli.OneLineParser, args: argparse.Namespace
+) -> BenchConfig:
+    """The run's :class:`BenchConfig`; a bad value is a one-line error naming the flag.
 
     Shapes:
         (no tensors)

@@ -1,4 +1,4 @@
-"""What fixes a benchmark run: the accepted backends, statuses and dtypes, and :class:`BenchConfig`.
+"""What fixes a benchmark run: backends, statuses, dtypes and :class:`BenchConfig`.
 
 Every other module of ``relpos.book.bench`` reads its constants from here: the
 schema number of the JSON, the backends that can be benchmarked, the statuses a
@@ -35,7 +35,16 @@ DTYPES = {
     "float64": torch.float64,
 }
 DEFAULT_LENGTHS = (512, 1024, 2048, 4096)
-RESULT_KEYS = ("backend", "n", "forward_s", "backward_s", "peak_bytes", "compile_s", "status", "error")
+RESULT_KEYS = (
+    "backend",
+    "n",
+    "forward_s",
+    "backward_s",
+    "peak_bytes",
+    "compile_s",
+    "status",
+    "error",
+)
 ROOFLINE_KEYS = ("flops", "roofline_fraction")  # in every row from schema 2 on
 MATMUL_KEYS = ("size", "dtype", "device", "threads", "runs_s", "flop_per_s")
 
@@ -66,8 +75,15 @@ class BenchConfig:
     matmul_size: int = 2048
 
     def __post_init__(self) -> None:
-        for name in ("hidden", "heads", "max_relative_positions", "batch", "repeats",
-                     "naive_max_length", "matmul_size"):
+        for name in (
+            "hidden",
+            "heads",
+            "max_relative_positions",
+            "batch",
+            "repeats",
+            "naive_max_length",
+            "matmul_size",
+        ):
             check_int(name, getattr(self, name), minimum=1)
         check_int("seed", self.seed)
         if self.hidden % self.heads:
@@ -77,7 +93,9 @@ class BenchConfig:
             )
         check_position_buckets(self.position_buckets, self.max_relative_positions)
         if not isinstance(self.dtype, str) or self.dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {tuple(DTYPES)}, got {self.dtype!r}")
+            raise ValueError(
+                f"dtype must be one of {tuple(DTYPES)}, got {self.dtype!r}"
+            )
         check_device(self.device)
         if not isinstance(self.backward, bool):
             raise TypeError(f"backward must be a bool, got {self.backward!r}")
@@ -99,7 +117,7 @@ class BenchConfig:
         return attention_span(self.max_relative_positions, self.position_buckets)
 
     def to_json(self) -> dict[str, Any]:
-        """The ``config`` entry of the results (the device is reported under ``machine``)."""
+        """The ``config`` entry of the results (the device is under ``machine``)."""
         config = asdict(self)
         del config["device"]
         config.update(share_att_key=True, pos_att_type=["c2p", "p2c"], mask="all ones")
@@ -117,7 +135,9 @@ def check_backends(backends: Iterable[str]) -> list[str]:
     backends = list(backends)
     for backend in backends:
         if backend not in BENCH_BACKENDS:
-            raise ValueError(f"backends must be drawn from {BENCH_BACKENDS}, got {backend!r}")
+            raise ValueError(
+                f"backends must be drawn from {BENCH_BACKENDS}, got {backend!r}"
+            )
     return backends
 
 
@@ -142,12 +162,16 @@ def check_device(device: object) -> str:
     if device not in ("cpu", "cuda"):
         raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
     if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device='cuda' was asked for but torch.cuda.is_available() is False")
+        raise ValueError(
+            "device='cuda' was asked for but torch.cuda.is_available() is False"
+        )
     return device
 
 
-def check_position_buckets(position_buckets: object, max_relative_positions: int) -> int:
-    """``-1`` or ``0`` (no buckets), or a bucket count that suits ``max_relative_positions``.
+def check_position_buckets(
+    position_buckets: object, max_relative_positions: int
+) -> int:
+    """``-1`` or ``0`` (no buckets), or a bucket count for ``max_relative_positions``.
 
     The rule is the core's (:func:`relpos.relative_position_index`): at least 2
     buckets, no more than ``max_relative_positions``, and

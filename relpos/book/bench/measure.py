@@ -53,11 +53,11 @@ _MEMORY_MARK = "RELPOS_BENCH_MEMORY "
 _WARMUP_LENGTH = 16
 _CHILD_TIMEOUT_S = 3600
 
-# -- estimates and skips ----------------------------------------------------------------
+# -- estimates and skips ---------------------------------------------------------------
 
 
 def estimate_peak_bytes(backend: str, n: int, config: BenchConfig) -> int:
-    """A rough upper estimate of one measurement's memory, used only to skip hopeless runs.
+    """A rough upper estimate of one measurement's memory, to skip hopeless runs.
 
     ``transformers``: six ``(b, h, n, n)`` tensors; ``gather``: three, plus the
     ``(n, n)`` int64 row index; ``naive``: four ``(n, n, hidden)`` per-pair
@@ -65,7 +65,8 @@ def estimate_peak_bytes(backend: str, n: int, config: BenchConfig) -> int:
     ``(b, h, n, 2 * span)`` row tables, a few ``(b, n, hidden)`` (three more
     for its head-by-head copies of the queries, keys and values) and 16 MiB for
     the kernel's own working buffers (with relpos' full-tile block mask they do
-    not grow with ``n^2``: measured 963 MiB in all at n = 16384, 12 heads). With ``backward`` twice the total (autograd keeps the
+    not grow with ``n^2``: measured 963 MiB in all at n = 16384, 12 heads). With
+    ``backward`` twice the total (autograd keeps the
     intermediates); ``flex`` on the CPU recomputes its backward by gather, so
     there it counts as gather.
 
@@ -104,7 +105,8 @@ def skip_reason(backend: str, n: int, config: BenchConfig) -> str | None:
         return f"n > --naive-max-length {config.naive_max_length}"
     estimate = estimate_peak_bytes(backend, n, config)
     if estimate > config.max_memory_gb * GIB:
-        return f"estimated {estimate / GIB:.1f} GiB > --max-memory-gb {config.max_memory_gb:g}"
+        limit = config.max_memory_gb
+        return f"estimated {estimate / GIB:.1f} GiB > --max-memory-gb {limit:g}"
     return None
 
 
@@ -122,10 +124,12 @@ def failure(exc: BaseException) -> tuple[str, str]:
         (no tensors)
     """
     first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return ("oom" if _is_oom(exc) else "error"), f"{type(exc).__name__}: {first_line}"[:500]
+    return ("oom" if _is_oom(exc) else "error"), f"{type(exc).__name__}: {first_line}"[
+        :500
+    ]
 
 
-# -- timing -----------------------------------------------------------------------------
+# -- timing ----------------------------------------------------------------------------
 
 
 def _sync(device: str) -> None:
@@ -144,9 +148,12 @@ def _timed(call: Callable[[], Any], device: str) -> float:
 
 
 def time_backends(
-    backends: list[str], config: BenchConfig, modules: dict[str, nn.Module], inputs: dict[str, torch.Tensor]
+    backends: list[str],
+    config: BenchConfig,
+    modules: dict[str, nn.Module],
+    inputs: dict[str, torch.Tensor],
 ) -> dict[str, dict[str, Any]]:
-    """Median forward (and forward plus backward) times of several backends at one length.
+    """Median forward (and forward plus backward) times of several backends at one n.
 
     The backends run side by side: ``flex``'s first call (its compile, timed on
     its own as ``compile_s``) and one warm-up call each, then ``config.repeats``
@@ -158,9 +165,13 @@ def time_backends(
         (no tensors; ``inputs`` as made by :func:`make_inputs`, shared by all backends)
     """
     rows: dict[str, dict[str, Any]] = {
-        backend: {"compile_s": None, "backward_s": None, "backward_runs_s": None} for backend in backends
+        backend: {"compile_s": None, "backward_s": None, "backward_runs_s": None}
+        for backend in backends
     }
-    forwards = {backend: models.forward_fn(backend, modules[backend], inputs) for backend in backends}
+    forwards = {
+        backend: models.forward_fn(backend, modules[backend], inputs)
+        for backend in backends
+    }
     alive = list(backends)
 
     def attempt(backend: str, call: Callable[[], Any]) -> Any:
@@ -181,7 +192,11 @@ def time_backends(
         for _ in range(config.repeats):
             for backend in list(alive):
                 elapsed = attempt(
-                    backend, lambda: _timed(lambda: run_pass(forwards[backend], backward, inputs), config.device)
+                    backend,
+                    lambda: _timed(
+                        lambda: run_pass(forwards[backend], backward, inputs),
+                        config.device,
+                    ),
                 )
                 clear_grads(modules[backend], inputs)
                 if elapsed is not None:
@@ -190,21 +205,25 @@ def time_backends(
 
     if "flex" in alive:  # the first call compiles: timed on its own, never a timed run
 
-        def compile_andrun_pass() -> torch.Tensor:
+        def compile_and_run() -> torch.Tensor:
             return run_pass(forwards["flex"], False, inputs)
 
-        rows["flex"]["compile_s"] = attempt("flex", lambda: _timed(compile_and_run, config.device))
+        rows["flex"]["compile_s"] = attempt(
+            "flex", lambda: _timed(compile_and_run, config.device)
+        )
     for backend, runs in rounds(False).items():
         rows[backend].update(forward_s=statistics.median(runs), forward_runs_s=runs)
     if config.backward and alive:
         inputs["hidden_states"].requires_grad_(True)
         for backend, runs in rounds(True).items():
-            rows[backend].update(backward_s=statistics.median(runs), backward_runs_s=runs)
+            rows[backend].update(
+                backward_s=statistics.median(runs), backward_runs_s=runs
+            )
         inputs["hidden_states"].requires_grad_(False)
     return rows
 
 
-# -- memory ------------------------------------------------------------------------------
+# -- memory ----------------------------------------------------------------------------
 
 
 def _proc_status_kib(field: str) -> int:
@@ -216,7 +235,7 @@ def _proc_status_kib(field: str) -> int:
 
 
 def _reset_high_water_mark() -> bool:
-    """Reset the kernel's peak-RSS mark of this process; False where that is not possible."""
+    """Reset the kernel's peak-RSS mark of this process; False where it cannot."""
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
@@ -237,17 +256,24 @@ def memory_method(device: str) -> str:
         (no tensors)
     """
     if device == "cuda":
-        return "torch.cuda.max_memory_allocated after reset_peak_memory_stats, minus memory_allocated before"
+        return (
+            "torch.cuda.max_memory_allocated after reset_peak_memory_stats, "
+            "minus memory_allocated before"
+        )
     if _reset_high_water_mark():
         return (
-            "fresh process per measurement; VmHWM after reset via /proc/self/clear_refs, "
+            "fresh process per measurement; "
+            "VmHWM after reset via /proc/self/clear_refs, "
             "minus VmRSS before"
         )
-    return "fresh process per measurement; ru_maxrss growth (unknown when under an earlier mark)"
+    return (
+        "fresh process per measurement; "
+        "ru_maxrss growth (unknown when under an earlier mark)"
+    )
 
 
 def _peak_cpu(call: Callable[[], Any]) -> int | None:
-    """Peak resident-set growth in bytes during ``call()``, or None if it cannot be known."""
+    """Peak resident-set growth in bytes during ``call()``, or None if unknowable."""
     gc.collect()
     if _reset_high_water_mark():
         baseline = _proc_status_kib("VmRSS")
@@ -267,7 +293,7 @@ def _peak_cpu(call: Callable[[], Any]) -> int | None:
 
 
 def _peak_cuda(call: Callable[[], Any]) -> int:
-    """Peak allocated CUDA memory in bytes during ``call()``, above what was allocated before."""
+    """Peak allocated CUDA bytes during ``call()``, above what was allocated before."""
     gc.collect()
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
@@ -283,7 +309,7 @@ def _peak_cuda(call: Callable[[], Any]) -> int:
 def measure_memory(
     backend: str, n: int, config: BenchConfig, reference: nn.Module | None = None
 ) -> dict[str, int | None]:
-    """Peak memory of one forward (and, with ``backward``, one forward plus backward) pass.
+    """Peak memory of one forward pass (with ``backward``, also forward plus backward).
 
     Run this in a fresh process on the CPU (:func:`run_benchmark` does): the
     resident-set method counts everything the process allocates. Returns
@@ -308,7 +334,9 @@ def measure_memory(
 
     inputs = make_inputs(config, n)
     forward = models.forward_fn(backend, module, inputs)
-    result: dict[str, int | None] = {"peak_bytes": peak(lambda: run_pass(forward, False, inputs))}
+    result: dict[str, int | None] = {
+        "peak_bytes": peak(lambda: run_pass(forward, False, inputs))
+    }
     result["backward_peak_bytes"] = None
     if config.backward:
         inputs["hidden_states"].requires_grad_(True)
@@ -317,28 +345,43 @@ def measure_memory(
 
 
 def memory_in_subprocess(backend: str, n: int, config: BenchConfig) -> dict[str, Any]:
-    """Run :func:`measure_memory` in a fresh Python process; returns a partial result row.
+    """Run :func:`measure_memory` in a fresh Python process; a partial result row.
 
     Shapes:
         (no tensors)
     """
     spec = json.dumps({"backend": backend, "n": n, "config": asdict(config)})
-    package_root = str(Path(__file__).resolve().parents[3])  # the folder holding relpos/
+    package_root = str(
+        Path(__file__).resolve().parents[3]
+    )  # the folder holding relpos/
     env = dict(os.environ)
     env["MALLOC_MMAP_THRESHOLD_"] = "65536"
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (package_root, env.get("PYTHONPATH")) if p
+    )
     command = [sys.executable, "-m", "relpos.book.bench", "--_measure-memory", spec]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=_CHILD_TIMEOUT_S)
+        done = subprocess.run(
+            command, capture_output=True, text=True, env=env, timeout=_CHILD_TIMEOUT_S
+        )
     except subprocess.TimeoutExpired:
-        return {"status": "error", "error": f"memory subprocess timed out after {_CHILD_TIMEOUT_S} s"}
+        return {
+            "status": "error",
+            "error": f"memory subprocess timed out after {_CHILD_TIMEOUT_S} s",
+        }
     for line in reversed(done.stdout.splitlines()):
         if line.startswith(_MEMORY_MARK):
-            return json.loads(line[len(_MEMORY_MARK):])
+            return json.loads(line[len(_MEMORY_MARK) :])
     if done.returncode in (-9, 137):
-        return {"status": "oom", "error": "memory subprocess killed by SIGKILL (out of memory)"}
+        return {
+            "status": "oom",
+            "error": "memory subprocess killed by SIGKILL (out of memory)",
+        }
     tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-    return {"status": "error", "error": f"memory subprocess exited with {done.returncode}: {tail}"[:500]}
+    return {
+        "status": "error",
+        "error": f"memory subprocess exited with {done.returncode}: {tail}"[:500],
+    }
 
 
 def memory_child(spec_json: str) -> None:
@@ -353,7 +396,10 @@ def memory_child(spec_json: str) -> None:
         row: dict[str, Any] = {"status": "ok", "error": None}
         row.update(measure_memory(spec["backend"], spec["n"], config))
         if row["peak_bytes"] is None:
-            row.update(status="error", error="peak under an earlier high-water mark that could not be reset")
+            row.update(
+                status="error",
+                error="peak under an earlier high-water mark that could not be reset",
+            )
     except Exception as exc:  # recorded, not raised: the parent carries on
         status, message = failure(exc)
         row = {"status": status, "error": message}

@@ -1,4 +1,4 @@
-"""The modules and inputs every backend runs: the same seeded weights, the same seeded tensors.
+"""The modules and inputs every backend runs: the same seeded weights and tensors.
 
 :func:`random_weights` draws the query/key/value projections once;
 :func:`build_module` turns them into transformers' reference or a relpos copy of
@@ -34,19 +34,25 @@ def random_weights(config: BenchConfig) -> dict[str, torch.Tensor]:
     generator = torch.Generator().manual_seed(config.seed)
     weights = {}
     for name in ("query_proj", "key_proj", "value_proj"):
-        weights[f"{name}.weight"] = 0.02 * torch.randn(config.hidden, config.hidden, generator=generator)
+        weights[f"{name}.weight"] = 0.02 * torch.randn(
+            config.hidden, config.hidden, generator=generator
+        )
         weights[f"{name}.bias"] = 0.02 * torch.randn(config.hidden, generator=generator)
     return {name: w.to(config.torch_dtype) for name, w in weights.items()}
 
 
-def transformers_module(config: BenchConfig, weights: dict[str, torch.Tensor]) -> nn.Module:
+def transformers_module(
+    config: BenchConfig, weights: dict[str, torch.Tensor]
+) -> nn.Module:
     """transformers' DeBERTa-v2 attention with ``weights``, in eval mode on the device.
 
     Shapes:
         (no tensors; ``weights`` as made by :func:`random_weights`)
     """
     from transformers import DebertaV2Config
-    from transformers.models.deberta_v2.modeling_deberta_v2 import DisentangledSelfAttention as Reference
+    from transformers.models.deberta_v2.modeling_deberta_v2 import (
+        DisentangledSelfAttention as Reference,
+    )
 
     hf_config = DebertaV2Config(
         hidden_size=config.hidden,
@@ -82,9 +88,13 @@ def build_module(
     """
     check_backends([backend])
     if backend == "transformers":
-        return reference if reference is not None else transformers_module(config, weights)
+        return (
+            reference if reference is not None else transformers_module(config, weights)
+        )
     if reference is not None:
-        return DisentangledSelfAttention.from_transformers(reference, backend=backend).eval()
+        return DisentangledSelfAttention.from_transformers(
+            reference, backend=backend
+        ).eval()
     module = DisentangledSelfAttention(
         config.hidden,
         config.heads,
@@ -116,10 +126,15 @@ def make_inputs(config: BenchConfig, n: int) -> dict[str, torch.Tensor]:
         "table": torch.randn(2 * config.span, hidden, generator=generator),
         "grad": torch.randn(b, n, hidden, generator=generator),
     }
-    inputs = {k: v.to(device=config.device, dtype=config.torch_dtype) for k, v in inputs.items()}
+    inputs = {
+        k: v.to(device=config.device, dtype=config.torch_dtype)
+        for k, v in inputs.items()
+    }
     mask = torch.ones(b, n, dtype=torch.long, device=config.device)
     inputs["mask"] = mask
-    inputs["pair_mask"] = (mask[:, None, None, :] * mask[:, None, :, None]).bool()  # (b, 1, i, j)
+    inputs["pair_mask"] = (
+        mask[:, None, None, :] * mask[:, None, :, None]
+    ).bool()  # (b, 1, i, j)
     return inputs
 
 
@@ -131,7 +146,8 @@ def forward_fn(
     transformers' module takes the pairwise mask, relpos' the padding mask.
 
     Shapes:
-        (``inputs`` as made by :func:`make_inputs`; the closure returns ``(b, n, hidden)``)
+        (``inputs`` as made by :func:`make_inputs`; the closure returns
+        ``(b, n, hidden)``)
     """
     x, table = inputs["hidden_states"], inputs["table"]
     if backend == "transformers":

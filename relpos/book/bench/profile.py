@@ -333,7 +333,7 @@ def profile_summary(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m relpos.book.bench.profile``: profile one length, print it, write the JSON.
+    """``python -m relpos.book.bench.profile``: profile one length, write the JSON.
 
     Shapes:
         (no tensors)
@@ -342,27 +342,44 @@ def main(argv: list[str] | None = None) -> None:
         prog="python -m relpos.book.bench.profile",
         description="Where the forward time of gather and flex goes (CPU, float32).",
     )
-    parser.add_argument("--n", type=_cli.integer(1), default=2048, help="sequence length")
-    parser.add_argument("--repeats", type=_cli.integer(1), default=5, help="timed rounds")
-    parser.add_argument("--threads", type=_cli.integer(1), default=None,
-                        help="torch threads (none: torch's own choice)")
-    parser.add_argument("--output", default="profile_cpu.json", metavar="PATH",
-                        help="JSON path (its folder is made if missing)")
+    parser.add_argument(
+        "--n", type=_cli.integer(1), default=2048, help="sequence length"
+    )
+    parser.add_argument(
+        "--repeats", type=_cli.integer(1), default=5, help="timed rounds"
+    )
+    parser.add_argument(
+        "--threads",
+        type=_cli.integer(1),
+        default=None,
+        help="torch threads (none: torch's own choice)",
+    )
+    parser.add_argument(
+        "--output",
+        default="profile_cpu.json",
+        metavar="PATH",
+        help="JSON path (its folder is made if missing)",
+    )
     args = parser.parse_args(argv)
     _cli.output_flag(parser, "--output", args.output, make_parents=True)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     data = profile_forward(args.n, repeats=args.repeats, progress=True)
     summary = profile_summary(data)
-    print(f"n = {args.n}, {torch.get_num_threads()} threads, "
-          f"floor {data['floor_s'] * 1e3:.0f} ms")
+    print(
+        f"n = {args.n}, {torch.get_num_threads()} threads, "
+        f"floor {data['floor_s'] * 1e3:.0f} ms"
+    )
     for name, parts in data["stages_s"].items():
         cells = ", ".join(f"{stage} {s * 1e3:.0f} ms" for stage, s in parts.items())
-        print(f"{name}: {data['forward_s'][name] * 1e3:.0f} ms "
-              f"({summary['fraction'][name]:.2f}); {cells}")
-    print("kernels: " + ", ".join(
-        f"{name} {s * 1e3:.0f} ms" for name, s in data["kernels_s"].items()
-    ))
+        print(
+            f"{name}: {data['forward_s'][name] * 1e3:.0f} ms "
+            f"({summary['fraction'][name]:.2f}); {cells}"
+        )
+    print(
+        "kernels: "
+        + ", ".join(f"{name} {s * 1e3:.0f} ms" for name, s in data["kernels_s"].items())
+    )
     path = Path(args.output)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2) + "\n")

@@ -225,13 +225,15 @@ def roofline(results: dict[str, Any]) -> list[dict[str, Any]]:
         if flops is None:
             flops = config_flops(row["n"], results["config"])
         seconds = row["forward_s"] if row["status"] == "ok" else None
-        out.append({
-            "backend": row["backend"],
-            "n": row["n"],
-            "flops": flops,
-            "floor_s": None if flop_per_s is None else flops / flop_per_s,
-            "fraction": roofline_fraction(flops, seconds, flop_per_s),
-        })
+        out.append(
+            {
+                "backend": row["backend"],
+                "n": row["n"],
+                "flops": flops,
+                "floor_s": None if flop_per_s is None else flops / flop_per_s,
+                "fraction": roofline_fraction(flops, seconds, flop_per_s),
+            }
+        )
     return out
 
 

@@ -1,4 +1,4 @@
-"""One full benchmark run: every backend at every length, memory first, then the timings.
+"""One full benchmark run: every backend at every length, memory first, then timings.
 
 :func:`run_benchmark` checks its arguments, builds the seeded reference once,
 and for each length measures every backend's peak memory (each in a fresh
@@ -39,15 +39,21 @@ from .measure import failure, measure_memory, memory_method, skip_reason, time_b
 from .models import build_module, make_inputs, random_weights, transformers_module
 from .roofline import config_flops, matmul_runs, roofline, throughput_record
 
-# -- the run -----------------------------------------------------------------------------
+# -- the run ---------------------------------------------------------------------------
 
 
 def _processor_name() -> str:
     try:
-        match = re.search(r"^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(), re.MULTILINE)
+        match = re.search(
+            r"^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(), re.MULTILINE
+        )
     except OSError:
         match = None
-    return match.group(1).strip() if match else (platform.processor() or platform.machine())
+    return (
+        match.group(1).strip()
+        if match
+        else (platform.processor() or platform.machine())
+    )
 
 
 def machine_info(device: str) -> dict[str, Any]:
@@ -69,11 +75,15 @@ def machine_info(device: str) -> dict[str, Any]:
         "torch": torch.__version__,
         "transformers": transformers_version,
         "device": device,
-        "device_name": torch.cuda.get_device_name() if device == "cuda" else _processor_name(),
+        "device_name": torch.cuda.get_device_name()
+        if device == "cuda"
+        else _processor_name(),
         "threads": torch.get_num_threads(),
         "python": platform.python_version(),
         "memory_method": memory_method(device),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds"
+        ),
     }
 
 
@@ -114,7 +124,9 @@ def _matmul_runs(config: BenchConfig) -> list[float]:
 
 
 def _describe_failure(row: dict[str, Any]) -> str:
-    return row["status"] + (f" ({row['note'] or row['error']})" if row["note"] or row["error"] else "")
+    return row["status"] + (
+        f" ({row['note'] or row['error']})" if row["note"] or row["error"] else ""
+    )
 
 
 def run_benchmark(
@@ -137,7 +149,7 @@ def run_benchmark(
     output: str | Path | None = None,
     progress: TextIO | bool | None = True,
 ) -> dict[str, Any]:
-    """Time and measure every backend at every length; return (and optionally write) the results.
+    """Time and measure every backend at every length; return (and write) the results.
 
     For each length: first the memory of every backend (each in a fresh process
     on the CPU), then the timings of every backend back to back. A progress line
@@ -166,7 +178,9 @@ def run_benchmark(
     lengths = check_lengths(lengths)
     backends = check_backends(backends)
     if not backends or len(set(backends)) != len(backends):
-        raise ValueError(f"backends must be a non-empty list without repeats, got {backends}")
+        raise ValueError(
+            f"backends must be a non-empty list without repeats, got {backends}"
+        )
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     config = BenchConfig(
@@ -196,7 +210,10 @@ def run_benchmark(
     results = []
     for n in lengths:
         rows = {backend: _empty_row(backend, n) for backend in backends}
-        for backend, row in rows.items():  # memory first: a run that dies takes only its child
+        for (
+            backend,
+            row,
+        ) in rows.items():  # memory first: a run that dies takes only its child
             reason = skip_reason(backend, n, config)
             if reason is not None:
                 row.update(status="skipped", note=reason)
@@ -211,18 +228,30 @@ def run_benchmark(
                 torch.cuda.empty_cache()
             if row["status"] == "ok":
                 where = "fresh process" if device == "cpu" else "cuda allocator"
-                step(backend, n, "peak memory", f"{row['peak_bytes'] / MIB:.1f} MiB ({where})")
+                step(
+                    backend,
+                    n,
+                    "peak memory",
+                    f"{row['peak_bytes'] / MIB:.1f} MiB ({where})",
+                )
             else:
                 step(backend, n, "peak memory", _describe_failure(row))
         timed = [backend for backend, row in rows.items() if row["status"] == "ok"]
         if timed:  # then the timings, side by side
             modules = inputs = None
             try:
-                modules = {backend: build_module(backend, config, weights, reference) for backend in timed}
+                modules = {
+                    backend: build_module(backend, config, weights, reference)
+                    for backend in timed
+                }
                 inputs = make_inputs(config, n)
-                for backend, update in time_backends(timed, config, modules, inputs).items():
+                for backend, update in time_backends(
+                    timed, config, modules, inputs
+                ).items():
                     rows[backend].update(update)
-            except Exception as exc:  # building the modules or inputs failed: every timing fails
+            except (
+                Exception
+            ) as exc:  # building the modules or inputs failed: every timing fails
                 status, message = failure(exc)
                 for backend in timed:
                     rows[backend].update(status=status, error=message)
@@ -235,10 +264,24 @@ def run_benchmark(
                 for kind in kinds[1:]:
                     step(backend, n, kind, _describe_failure(row))
                 continue
-            compiled = f"; first call with compile {row['compile_s']:.1f} s" if row["compile_s"] else ""
-            step(backend, n, "forward", f"{row['forward_s']:.4f} s (median of {repeats}{compiled})")
+            compiled = (
+                f"; first call with compile {row['compile_s']:.1f} s"
+                if row["compile_s"]
+                else ""
+            )
+            step(
+                backend,
+                n,
+                "forward",
+                f"{row['forward_s']:.4f} s (median of {repeats}{compiled})",
+            )
             if backward:
-                step(backend, n, "forward+backward", f"{row['backward_s']:.4f} s (median of {repeats})")
+                step(
+                    backend,
+                    n,
+                    "forward+backward",
+                    f"{row['backward_s']:.4f} s (median of {repeats})",
+                )
         results.extend(rows.values())
 
     matmul += _matmul_runs(config)

@@ -118,7 +118,9 @@ def _takes(function: Callable[..., str]) -> str:
 def _finite(answer: Any, name: str) -> None:
     """A ValueError naming ``name`` if ``answer`` is a NaN or infinite number."""
     if isinstance(answer, torch.Tensor):
-        if answer.numel() != 1 or not (answer.is_floating_point() or answer.is_complex()):
+        if answer.numel() != 1 or not (
+            answer.is_floating_point() or answer.is_complex()
+        ):
             return
         value: Any = answer.item()
     elif isinstance(answer, numbers.Number) and not isinstance(answer, bool):

@@ -1,4 +1,4 @@
-"""The command line of ``python -m relpos.book.experiments``: flags in, sweep run, JSON out.
+"""The command line of ``python -m relpos.book.experiments``: flags in, JSON out.
 
 The flags are :class:`~relpos.book.experiments.config.Config`'s fields, read
 from ``dataclasses.fields(Config)`` (each field's ``metadata`` holds its help),
@@ -82,7 +82,7 @@ def _converter(field: dataclasses.Field) -> Callable[[str], Any]:
 
 
 def build_parser() -> OneLineParser:
-    """The argument parser: one flag per ``Config`` field, plus output, plot, threads, quiet.
+    """The parser: one flag per ``Config`` field, and output, plot, threads, quiet.
 
     Its defaults are the committed sweep; ``--help`` shows every one.
 
@@ -119,15 +119,28 @@ def build_parser() -> OneLineParser:
             help=about["help"],
         )
     add = parser.add_argument
-    add("--output", default="sweep.json", metavar="PATH",
-        help="where to write the JSON results (its folder must exist)")
-    add("--plot", default=None, metavar="PATH",
+    add(
+        "--output",
+        default="sweep.json",
+        metavar="PATH",
+        help="where to write the JSON results (its folder must exist)",
+    )
+    add(
+        "--plot",
+        default=None,
+        metavar="PATH",
         help="also draw the figure (length generalisation and data efficiency, with "
         "error bars) to this file, e.g. sweep.png; its suffix is the format "
-        "(default: no figure)")
-    add("--threads", type=_cli.integer(1), default=1, metavar="N",
+        "(default: no figure)",
+    )
+    add(
+        "--threads",
+        type=_cli.integer(1),
+        default=1,
+        metavar="N",
         help="torch CPU threads during the sweep: these tiny models run no "
-        "faster with more, and another count can change the last digits of results")
+        "faster with more, and another count can change the last digits of results",
+    )
     add("--quiet", action="store_true", help="no progress bar on stderr")
     return parser
 
@@ -135,7 +148,7 @@ def build_parser() -> OneLineParser:
 def config_from_args(
     parser: argparse.ArgumentParser, args: argparse.Namespace
 ) -> Config:
-    """The base ``Config`` of the sweep, after checking every run's; a bad value ends in ``parser.error``.
+    """The sweep's base ``Config``, every run's checked; a bad value: ``parser.error``.
 
     Every combination of the swept values is made into a ``Config`` here, so
     every value a run will use has passed ``Config``'s checks before the first
@@ -146,11 +159,7 @@ def config_from_args(
     """
     names = flags()
     sweep = [f.name for f in dataclasses.fields(Config) if f.metadata.get("sweep")]
-    values = {
-        name: getattr(args, name)
-        for name in names
-        if name not in sweep
-    }
+    values = {name: getattr(args, name) for name in names if name not in sweep}
     values["test_lengths"] = tuple(values["test_lengths"])
     if values["intermediate_size"] is None:
         values["intermediate_size"] = 2 * values["hidden_size"]
@@ -165,7 +174,7 @@ def config_from_args(
 
 
 def main(argv: list[str] | None = None) -> dict:
-    """Parse and check ``argv``, run the sweep, write the JSON (and figure); return the results.
+    """Parse and check ``argv``, run the sweep, write the JSON (and figure), return it.
 
     Shapes:
         (no tensors)

@@ -24,7 +24,11 @@ from relpos.positions import relative_position_index
 
 
 def _about(
-    help: str, *, flags: tuple[str, ...] = (), metavar: str | None = None, sweep: bool = False
+    help: str,
+    *,
+    flags: tuple[str, ...] = (),
+    metavar: str | None = None,
+    sweep: bool = False,
 ) -> dict[str, object]:
     """A field's entry for the command line (``Config``'s fields are its flags).
 
@@ -68,41 +72,80 @@ class Config:
         (no tensors)
     """
 
-    task: str = field(default="relative", metadata=_about(
-        "comma-separated tasks, or 'all'", flags=("--task", "--tasks"),
-        metavar="NAMES", sweep=True))
-    scheme: str = field(default="deberta", metadata=_about(
-        "comma-separated position schemes, or 'all' registered", flags=("--schemes",),
-        metavar="NAMES", sweep=True))
-    seed: int = field(default=0, metadata=_about(
-        "comma-separated seeds", flags=("--seeds",), metavar="S,S,...", sweep=True))
-    train_length: int = field(default=32, metadata=_about(
-        "length of every training sequence", metavar="L"))
-    train_size: int = field(default=1024, metadata=_about(
-        "comma-separated numbers of distinct training sequences",
-        flags=("--train-sizes",), metavar="N,N,...", sweep=True))
-    test_lengths: tuple[int, ...] = field(default=(32, 64, 128, 256), metadata=_about(
-        "comma-separated lengths at which accuracy is measured", metavar="N,N,..."))
+    task: str = field(
+        default="relative",
+        metadata=_about(
+            "comma-separated tasks, or 'all'",
+            flags=("--task", "--tasks"),
+            metavar="NAMES",
+            sweep=True,
+        ),
+    )
+    scheme: str = field(
+        default="deberta",
+        metadata=_about(
+            "comma-separated position schemes, or 'all' registered",
+            flags=("--schemes",),
+            metavar="NAMES",
+            sweep=True,
+        ),
+    )
+    seed: int = field(
+        default=0,
+        metadata=_about(
+            "comma-separated seeds", flags=("--seeds",), metavar="S,S,...", sweep=True
+        ),
+    )
+    train_length: int = field(
+        default=32, metadata=_about("length of every training sequence", metavar="L")
+    )
+    train_size: int = field(
+        default=1024,
+        metadata=_about(
+            "comma-separated numbers of distinct training sequences",
+            flags=("--train-sizes",),
+            metavar="N,N,...",
+            sweep=True,
+        ),
+    )
+    test_lengths: tuple[int, ...] = field(
+        default=(32, 64, 128, 256),
+        metadata=_about(
+            "comma-separated lengths at which accuracy is measured", metavar="N,N,..."
+        ),
+    )
     test_size: int = field(default=64, metadata=_about("test sequences per length"))
     steps: int = field(default=500, metadata=_about("optimiser steps per run"))
     batch_size: int = field(default=32, metadata=_about("sequences per step"))
-    learning_rate: float = field(default=3e-3, metadata=_about(
-        "AdamW peak learning rate", metavar="LR"))
-    weight_decay: float = field(default=0.01, metadata=_about(
-        "AdamW decoupled weight decay", metavar="WD"))
+    learning_rate: float = field(
+        default=3e-3, metadata=_about("AdamW peak learning rate", metavar="LR")
+    )
+    weight_decay: float = field(
+        default=0.01, metadata=_about("AdamW decoupled weight decay", metavar="WD")
+    )
     hidden_size: int = field(default=32, metadata=_about("model width"))
-    num_heads: int = field(default=4, metadata=_about(
-        "attention heads; must divide --hidden-size"))
-    num_layers: int = field(default=1, metadata=_about(
-        "encoder layers", flags=("--layers", "--num-layers")))
-    intermediate_size: int = field(default=64, metadata=_about(
-        "feed-forward width (default: twice --hidden-size)"))
-    max_relative_positions: int = field(default=8, metadata=_about(
-        "clipping span k of 'deberta'", metavar="K"))
-    position_buckets: int = field(default=8, metadata=_about(
-        "log buckets per side of 'deberta-buckets'", metavar="B"))
-    bucket_max_position: int = field(default=64, metadata=_about(
-        "distance of the last log bucket of 'deberta-buckets'", metavar="M"))
+    num_heads: int = field(
+        default=4, metadata=_about("attention heads; must divide --hidden-size")
+    )
+    num_layers: int = field(
+        default=1, metadata=_about("encoder layers", flags=("--layers", "--num-layers"))
+    )
+    intermediate_size: int = field(
+        default=64, metadata=_about("feed-forward width (default: twice --hidden-size)")
+    )
+    max_relative_positions: int = field(
+        default=8, metadata=_about("clipping span k of 'deberta'", metavar="K")
+    )
+    position_buckets: int = field(
+        default=8,
+        metadata=_about("log buckets per side of 'deberta-buckets'", metavar="B"),
+    )
+    bucket_max_position: int = field(
+        default=64,
+        metadata=_about(
+            "distance of the last log bucket of 'deberta-buckets'", metavar="M"
+        ),
+    )
 
     def __post_init__(self) -> None:
         for name in ("task", "scheme"):
@@ -156,7 +199,8 @@ class Config:
             raise ValueError(
                 "position_buckets must be <= bucket_max_position and leave "
                 "bucket_max_position > position_buckets // 2 + 1, got position_buckets="
-                f"{self.position_buckets} and bucket_max_position={self.bucket_max_position}"
+                f"{self.position_buckets} and "
+                f"bucket_max_position={self.bucket_max_position}"
             ) from None
 
     @property
