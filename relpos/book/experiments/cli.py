@@ -78,6 +78,11 @@ def _converter(field: dataclasses.Field) -> Callable[[str], Any]:
         return _cli.names("schemes", lambda: SCHEMES)
     if field.metadata.get("sweep"):
         return _cli.integers()
+    if str(field.type) not in _CONVERTERS:
+        raise TypeError(
+            f"Config.{field.name} has type {field.type}; the command line reads "
+            f"only {', '.join(_CONVERTERS)}"
+        )
     return _CONVERTERS[str(field.type)]()
 
 
