@@ -11,9 +11,6 @@ hold; the configurations themselves check ranges and cross-field rules
 Where a command writes, :func:`check_writable` (and :func:`check_plot_format`
 for a figure) runs before the work too, so that a run never ends in an
 unwritable path.
-
-Shapes:
-    (no tensors)
 """
 
 from __future__ import annotations
@@ -78,9 +75,6 @@ def config_or_exit(
     first in their errors (``"hidden must be divisible by heads, ..."``); the
     first field named gives the flag of the error, and every field named is
     written as its flag.
-
-    Shapes:
-        (no tensors)
     """
     try:
         return build()
@@ -213,9 +207,6 @@ def check_writable(name: str, path: str | os.PathLike, *, make_parents: bool) ->
     (tried with a temporary file that is removed at once), or with
     ``make_parents`` the nearest existing folder above it must. Nothing is left
     behind.
-
-    Shapes:
-        (no tensors)
     """
     if not isinstance(path, (str, os.PathLike)) or not str(path):
         raise TypeError(f"{name} must be a file path, got {path!r}")
@@ -246,9 +237,6 @@ def check_plot_format(name: str, path: str | os.PathLike) -> str:
 
     A path without a suffix is saved as matplotlib's default format. Raises
     ValueError naming ``name`` and the formats matplotlib writes.
-
-    Shapes:
-        (no tensors)
     """
     from matplotlib import rcParams
     from matplotlib.backend_bases import FigureCanvasBase

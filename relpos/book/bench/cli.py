@@ -42,11 +42,7 @@ def _backends(text: str) -> list[str]:
 
 
 def build_parser() -> _cli.OneLineParser:
-    """The parser of ``python -m relpos.book.bench``; ``--help`` shows every default.
-
-    Shapes:
-        (no tensors)
-    """
+    """The parser of ``python -m relpos.book.bench``; ``--help`` shows every default."""
     base = BenchConfig()
     default_device = "cuda" if torch.cuda.is_available() else "cpu"
     parser = _cli.OneLineParser(
@@ -146,20 +142,13 @@ def config_from_args(
     parser: _cli.OneLineParser, args: argparse.Namespace
 ) -> BenchConfig:
     """The run's :class:`BenchConfig`; a bad value is a one-line error naming the flag.
-
-    Shapes:
-        (no tensors)
     """
     values = {name: getattr(args, name) for name in FLAGS}
     return _cli.config_or_exit(parser, lambda: BenchConfig(**values), FLAGS)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Parse and check ``argv``, run the benchmark, print the table, write the JSON.
-
-    Shapes:
-        (no tensors)
-    """
+    """Parse and check ``argv``, run the benchmark, print the table, write the JSON."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.measure_memory is not None:

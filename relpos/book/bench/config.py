@@ -54,11 +54,7 @@ GIB = 2**30
 
 @dataclass(frozen=True)
 class BenchConfig:
-    """Everything that fixes one benchmark run except the lengths and backends.
-
-    Shapes:
-        (no tensors)
-    """
+    """Everything that fixes one benchmark run except the lengths and backends."""
 
     hidden: int = 768
     heads: int = 12
@@ -125,11 +121,7 @@ class BenchConfig:
 
 
 def check_backends(backends: Iterable[str]) -> list[str]:
-    """``backends`` as a list, after checking each is one of ``BENCH_BACKENDS``.
-
-    Shapes:
-        (no tensors)
-    """
+    """``backends`` as a list, after checking each is one of ``BENCH_BACKENDS``."""
     if isinstance(backends, str):
         backends = [backends]
     backends = list(backends)
@@ -142,11 +134,7 @@ def check_backends(backends: Iterable[str]) -> list[str]:
 
 
 def check_lengths(lengths: Iterable[int]) -> list[int]:
-    """``lengths`` as a non-empty list of ints >= 1.
-
-    Shapes:
-        (no tensors)
-    """
+    """``lengths`` as a non-empty list of ints >= 1."""
     lengths = [check_int("lengths entries", n, minimum=1) for n in lengths]
     if not lengths:
         raise ValueError("lengths must name at least one sequence length")
@@ -154,11 +142,7 @@ def check_lengths(lengths: Iterable[int]) -> list[int]:
 
 
 def check_device(device: object) -> str:
-    """``"cpu"``, or ``"cuda"`` where torch sees a GPU; ValueError naming ``device``.
-
-    Shapes:
-        (no tensors)
-    """
+    """``"cpu"``, or ``"cuda"`` where torch sees a GPU; ValueError naming ``device``."""
     if device not in ("cpu", "cuda"):
         raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
     if device == "cuda" and not torch.cuda.is_available():
@@ -176,9 +160,6 @@ def check_position_buckets(
     The rule is the core's (:func:`relpos.relative_position_index`): at least 2
     buckets, no more than ``max_relative_positions``, and
     ``max_relative_positions > position_buckets // 2 + 1``.
-
-    Shapes:
-        (no tensors)
     """
     buckets = check_int("position_buckets", position_buckets, minimum=-1)
     if buckets > 0:  # the core's check; its message names position_buckets

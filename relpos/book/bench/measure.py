@@ -69,9 +69,6 @@ def estimate_peak_bytes(backend: str, n: int, config: BenchConfig) -> int:
     ``backward`` twice the total (autograd keeps the
     intermediates); ``flex`` on the CPU recomputes its backward by gather, so
     there it counts as gather.
-
-    Shapes:
-        (no tensors)
     """
     check_backends([backend])
     e = torch.empty((), dtype=config.torch_dtype).element_size()
@@ -96,11 +93,7 @@ def estimate_peak_bytes(backend: str, n: int, config: BenchConfig) -> int:
 
 
 def skip_reason(backend: str, n: int, config: BenchConfig) -> str | None:
-    """Why ``backend`` at length ``n`` is not measured, or None if it is.
-
-    Shapes:
-        (no tensors)
-    """
+    """Why ``backend`` at length ``n`` is not measured, or None if it is."""
     if backend == "naive" and n > config.naive_max_length:
         return f"n > --naive-max-length {config.naive_max_length}"
     estimate = estimate_peak_bytes(backend, n, config)
@@ -118,11 +111,7 @@ def _is_oom(exc: BaseException) -> bool:
 
 
 def failure(exc: BaseException) -> tuple[str, str]:
-    """``(status, message)`` for an exception raised by a measurement.
-
-    Shapes:
-        (no tensors)
-    """
+    """``(status, message)`` for an exception raised by a measurement."""
     first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return ("oom" if _is_oom(exc) else "error"), f"{type(exc).__name__}: {first_line}"[
         :500
@@ -251,9 +240,6 @@ def _maxrss_bytes() -> int:
 
 def memory_method(device: str) -> str:
     """How this machine measures peak memory for ``device`` (recorded in the results).
-
-    Shapes:
-        (no tensors)
     """
     if device == "cuda":
         return (
@@ -314,9 +300,6 @@ def measure_memory(
     Run this in a fresh process on the CPU (:func:`run_benchmark` does): the
     resident-set method counts everything the process allocates. Returns
     ``{"peak_bytes", "backward_peak_bytes"}``; exceptions propagate.
-
-    Shapes:
-        (no tensors)
     """
     weights = random_weights(config)
     module = build_module(backend, config, weights, reference)
@@ -345,11 +328,7 @@ def measure_memory(
 
 
 def memory_in_subprocess(backend: str, n: int, config: BenchConfig) -> dict[str, Any]:
-    """Run :func:`measure_memory` in a fresh Python process; a partial result row.
-
-    Shapes:
-        (no tensors)
-    """
+    """Run :func:`measure_memory` in a fresh Python process; a partial result row."""
     spec = json.dumps({"backend": backend, "n": n, "config": asdict(config)})
     package_root = str(
         Path(__file__).resolve().parents[3]
@@ -385,11 +364,7 @@ def memory_in_subprocess(backend: str, n: int, config: BenchConfig) -> dict[str,
 
 
 def memory_child(spec_json: str) -> None:
-    """The ``--_measure-memory`` mode: measure one case, print one marked JSON line.
-
-    Shapes:
-        (no tensors)
-    """
+    """The ``--_measure-memory`` mode: measure one case, print one marked JSON line."""
     spec = json.loads(spec_json)
     config = BenchConfig(**spec["config"])
     try:

@@ -82,9 +82,6 @@ def build_module(
     None). The relpos backends are ``from_transformers`` copies of ``reference``
     when it is given, else built directly with ``weights`` (the same numbers,
     without importing ``transformers``: used by the memory subprocess).
-
-    Shapes:
-        (no tensors)
     """
     check_backends([backend])
     if backend == "transformers":

@@ -291,9 +291,6 @@ def profile_summary(data: dict[str, Any]) -> dict[str, Any]:
       reading c2p and p2c inside the kernel cost nothing.
     - ``gather_without_gathers``: ``best_fraction``, the floor over gather's stage
       times without its gathers: what gather would reach if they cost nothing.
-
-    Shapes:
-        (no tensors)
     """
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         got = data.get("schema") if isinstance(data, dict) else type(data).__name__
@@ -333,11 +330,7 @@ def profile_summary(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m relpos.book.bench.profile``: profile one length, write the JSON.
-
-    Shapes:
-        (no tensors)
-    """
+    """``python -m relpos.book.bench.profile``: profile one length, write the JSON."""
     parser = _cli.OneLineParser(
         prog="python -m relpos.book.bench.profile",
         description="Where the forward time of gather and flex goes (CPU, float32).",

@@ -38,9 +38,6 @@ def load_results(path: str | Path | Traversable) -> dict[str, Any]:
     returned unchanged; schema 2 must carry ``machine["matmul"]`` and each row's
     ``flops`` and ``roofline_fraction``. Raises ``ValueError`` naming what is
     missing or malformed.
-
-    Shapes:
-        (no tensors)
     """
     file = Path(path) if isinstance(path, str) else path
     data = json.loads(file.read_text(encoding="utf-8"))
@@ -86,9 +83,6 @@ def ratios(results: dict[str, Any]) -> list[dict[str, Any]]:
     One entry per result, in order: ``{"backend", "n", "time_ratio",
     "backward_ratio", "memory_ratio"}``; a ratio is None where either number is
     missing (not measured, skipped, failed, or no transformers row).
-
-    Shapes:
-        (no tensors)
     """
     rows = results["results"]
     reference = {
@@ -128,9 +122,6 @@ def format_table(results: dict[str, Any]) -> str:
     ``GFLOP`` is the forward's matrix-multiply work and ``roofline`` the fraction
     of the measured matmul throughput the forward reached (``-`` where unknown,
     as in results written before the roofline was measured).
-
-    Shapes:
-        (no tensors)
     """
     config, machine = results["config"], results["machine"]
     show_backward = any(row.get("backward_s") is not None for row in results["results"])

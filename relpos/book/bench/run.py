@@ -57,11 +57,7 @@ def _processor_name() -> str:
 
 
 def machine_info(device: str) -> dict[str, Any]:
-    """The ``machine`` entry of the results: platform, versions, device.
-
-    Shapes:
-        (no tensors)
-    """
+    """The ``machine`` entry of the results: platform, versions, device."""
     try:
         import transformers
 
@@ -171,9 +167,6 @@ def run_benchmark(
         device: ``"cpu"`` or ``"cuda"``; None picks cuda when available.
         dtype: one of ``DTYPES``.
         output: where to write the JSON, or None.
-
-    Shapes:
-        (no tensors)
     """
     lengths = check_lengths(lengths)
     backends = check_backends(backends)

@@ -29,11 +29,7 @@ class ExerciseError(AssertionError):
 
 
 def exercise(label: str) -> Callable[[Callable[..., str]], Callable[..., str]]:
-    """Register the decorated function as the check of exercise ``label``.
-
-    Shapes:
-        (no tensors)
-    """
+    """Register the decorated function as the check of exercise ``label``."""
     if not isinstance(label, str) or not _LABEL.fullmatch(label):
         raise ValueError(f"label must look like 'ch4-ex2', got {label!r}")
 
@@ -49,11 +45,7 @@ def exercise(label: str) -> Callable[[Callable[..., str]], Callable[..., str]]:
 
 
 def labels() -> list[str]:
-    """Every exercise label that has a check, in chapter and exercise order.
-
-    Shapes:
-        (no tensors)
-    """
+    """Every exercise label that has a check, in chapter and exercise order."""
 
     def order(label: str) -> tuple[int, int]:
         chapter, number = re.findall(r"\d+", label)

@@ -14,9 +14,6 @@ Every flag has a default, and the defaults are the committed sweep: running
 the command with only ``--output`` and ``--plot`` reproduces
 ``relpos/results/sweep.json`` (every number, on the same machine; only the
 timings, the date and the machine entry differ).
-
-Shapes:
-    (no tensors)
 """
 
 from __future__ import annotations
@@ -56,11 +53,7 @@ _CONVERTERS: dict[str, Callable[[], Callable[[str], Any]]] = {
 
 
 def flags() -> dict[str, str]:
-    """Each field of ``Config`` and its flag (the first, where it has two).
-
-    Shapes:
-        (no tensors)
-    """
+    """Each field of ``Config`` and its flag (the first, where it has two)."""
     return {
         field.name: (field.metadata.get("flags") or (_dashed(field.name),))[0]
         for field in dataclasses.fields(Config)
@@ -90,9 +83,6 @@ def build_parser() -> OneLineParser:
     """The parser: one flag per ``Config`` field, and output, plot, threads, quiet.
 
     Its defaults are the committed sweep; ``--help`` shows every one.
-
-    Shapes:
-        (no tensors)
     """
     base = Config()
     parser = OneLineParser(
@@ -158,9 +148,6 @@ def config_from_args(
     Every combination of the swept values is made into a ``Config`` here, so
     every value a run will use has passed ``Config``'s checks before the first
     run starts.
-
-    Shapes:
-        (no tensors)
     """
     names = flags()
     sweep = [f.name for f in dataclasses.fields(Config) if f.metadata.get("sweep")]
@@ -180,9 +167,6 @@ def config_from_args(
 
 def main(argv: list[str] | None = None) -> dict:
     """Parse and check ``argv``, run the sweep, write the JSON (and figure), return it.
-
-    Shapes:
-        (no tensors)
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()

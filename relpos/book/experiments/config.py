@@ -6,9 +6,6 @@ scheme, the data, the model's sizes and the optimiser. A sweep varies
 derived from exactly those four (:func:`derive_seed`), so adding a scheme to a
 sweep never changes the numbers of the others, and all schemes of one
 ``(seed, task, train_size)`` see the same training and test data.
-
-Shapes:
-    (no tensors)
 """
 
 from __future__ import annotations
@@ -67,9 +64,6 @@ class Config:
     Every field is a flag of ``python -m relpos.book.experiments`` (its
     ``metadata`` holds the flag's help), and the checks here are the command
     line's: a value they reject is a one-line error naming the flag.
-
-    Shapes:
-        (no tensors)
     """
 
     task: str = field(
@@ -209,19 +203,11 @@ class Config:
         return max(self.train_length, *self.test_lengths)
 
     def replace(self, **changes: object) -> "Config":
-        """A copy with some fields changed (checked again).
-
-        Shapes:
-            (no tensors)
-        """
+        """A copy with some fields changed (checked again)."""
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, object]:
-        """The settings as a JSON-ready dict (tuples become lists).
-
-        Shapes:
-            (no tensors)
-        """
+        """The settings as a JSON-ready dict (tuples become lists)."""
         return {
             k: list(v) if isinstance(v, tuple) else v
             for k, v in dataclasses.asdict(self).items()
@@ -233,9 +219,6 @@ def derive_seed(*parts: object) -> int:
 
     Python's ``hash`` of a string changes from one process to the next; this
     does not, so a run's seed is the same on every machine and every call.
-
-    Shapes:
-        (no tensors)
     """
     text = "|".join(str(part) for part in parts)
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
@@ -246,9 +229,6 @@ def data_seed(config: Config, length: int, split: str) -> int:
 
     Every scheme of one sweep cell trains and is tested on the same sequences.
     The test sets do not depend on ``train_size`` either.
-
-    Shapes:
-        (no tensors)
     """
     size = config.train_size if split == "train" else "-"
     return derive_seed("data", config.seed, config.task, size, length, split)
@@ -258,9 +238,6 @@ def model_seed(config: Config) -> int:
     """The seed of a model's initial weights and batch order.
 
     Derived from ``(seed, task, scheme, train_size)`` and nothing else.
-
-    Shapes:
-        (no tensors)
     """
     return derive_seed(
         "model", config.seed, config.task, config.scheme, config.train_size
