@@ -292,8 +292,8 @@ def _squeezed(text: str) -> str:
 
 @pytest.mark.parametrize(
     "build",
-    [bench.build_parser, experiments_cli.build_parser],
-    ids=["bench", "experiments"],
+    [bench.build_parser, profile.build_parser, experiments_cli.build_parser],
+    ids=["bench", "profile", "experiments"],
 )
 def test_help_shows_every_default(build):
     parser = build()

@@ -329,8 +329,8 @@ def profile_summary(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> None:
-    """``python -m relpos.book.bench.profile``: profile one length, write the JSON."""
+def build_parser() -> _cli.OneLineParser:
+    """The parser of ``python -m relpos.book.bench.profile``; its help shows defaults."""
     parser = _cli.OneLineParser(
         prog="python -m relpos.book.bench.profile",
         description="Where the forward time of gather and flex goes (CPU, float32).",
@@ -353,6 +353,12 @@ def main(argv: list[str] | None = None) -> None:
         metavar="PATH",
         help="JSON path (its folder is made if missing)",
     )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m relpos.book.bench.profile``: profile one length, write the JSON."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     _cli.output_flag(parser, "--output", args.output, make_parents=True)
     if args.threads is not None:
@@ -386,6 +392,7 @@ if __name__ == "__main__":
 __all__ = [
     "KERNELS",
     "STAGES",
+    "build_parser",
     "flex_forward",
     "gather_forward",
     "main",
