@@ -330,7 +330,7 @@ def profile_summary(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_parser() -> _cli.OneLineParser:
-    """The parser of ``python -m relpos.book.bench.profile``; its help shows defaults."""
+    """The parser of ``python -m relpos.book.bench.profile`` (help shows defaults)."""
     parser = _cli.OneLineParser(
         prog="python -m relpos.book.bench.profile",
         description="Where the forward time of gather and flex goes (CPU, float32).",
