@@ -123,7 +123,7 @@ def test_skips_are_recorded_with_their_reason():
 
 
 def test_a_failing_measurement_is_recorded_and_the_run_goes_on(monkeypatch):
-    real_forward_fn = bench._forward_fn
+    real_forward_fn = bench.forward_fn
 
     def forward_fn(backend, module, inputs):
         forward = real_forward_fn(backend, module, inputs)
@@ -143,8 +143,8 @@ def test_a_failing_measurement_is_recorded_and_the_run_goes_on(monkeypatch):
         return bench.measure_memory(backend, n, config)
 
     # Memory in this process (its numbers are real, only less isolated) keeps the test short.
-    monkeypatch.setattr(bench.memory, "_memory_in_subprocess", memory_in_process)
-    monkeypatch.setattr(bench.models, "_forward_fn", forward_fn)
+    monkeypatch.setattr(bench.measure, "memory_in_subprocess", memory_in_process)
+    monkeypatch.setattr(bench.models, "forward_fn", forward_fn)
     data = bench.run_benchmark(
         [16], ["gather", "transformers"], repeats=3, device="cpu", progress=None, **TINY
     )
@@ -160,7 +160,7 @@ def test_backward_is_timed_and_measured(monkeypatch):
     def memory_in_process(backend, n, config):
         return bench.measure_memory(backend, n, config)
 
-    monkeypatch.setattr(bench.memory, "_memory_in_subprocess", memory_in_process)
+    monkeypatch.setattr(bench.measure, "memory_in_subprocess", memory_in_process)
     data = bench.run_benchmark(
         [64], ["transformers", "gather"], repeats=2, device="cpu", backward=True, progress=None, **TINY
     )
@@ -175,9 +175,9 @@ def test_backward_is_timed_and_measured(monkeypatch):
 
 
 def test_failures_are_classified():
-    assert bench._failure(MemoryError())[0] == "oom"
-    assert bench._failure(torch.OutOfMemoryError("CUDA out of memory"))[0] == "oom"
-    assert bench._failure(ValueError("bad shape\nmore")) == ("error", "ValueError: bad shape")
+    assert bench.failure(MemoryError())[0] == "oom"
+    assert bench.failure(torch.OutOfMemoryError("CUDA out of memory"))[0] == "oom"
+    assert bench.failure(ValueError("bad shape\nmore")) == ("error", "ValueError: bad shape")
 
 
 def test_direct_build_matches_from_transformers():
@@ -273,3 +273,59 @@ def test_command_line_rejects_unknown_backend():
     with pytest.raises(SystemExit) as exit_info:
         bench.main(["--backends", "gather,fast"])
     assert exit_info.value.code == 2
+
+
+@pytest.mark.parametrize(
+    "field, value, error",
+    [
+        ("repeats", 0, ValueError),
+        ("repeats", 1.5, TypeError),
+        ("batch", 0, ValueError),
+        ("hidden", 0, ValueError),
+        ("heads", 0, ValueError),
+        ("heads", 5, ValueError),  # 768 is not divisible by 5
+        ("max_relative_positions", 0, ValueError),
+        ("position_buckets", 1, ValueError),
+        ("position_buckets", -2, ValueError),
+        ("position_buckets", 1024, ValueError),  # more buckets than max_relative_positions
+        ("position_buckets", True, TypeError),
+        ("dtype", "float8", ValueError),
+        ("device", "tpu", ValueError),
+        ("backward", 1, TypeError),
+        ("naive_max_length", 0, ValueError),
+        ("max_memory_gb", 0.0, ValueError),
+        ("max_memory_gb", float("nan"), ValueError),
+        ("max_memory_gb", "20", TypeError),
+        ("seed", 0.5, TypeError),
+        ("matmul_size", 0, ValueError),
+    ],
+)
+def test_bench_config_rejects_every_bad_value_naming_it(field, value, error):
+    named = "hidden" if field == "heads" and value == 5 else field
+    with pytest.raises(error, match=rf"^{named} must"):
+        bench.BenchConfig(**{field: value})
+
+
+def test_bench_config_accepts_no_buckets_and_stores_floats():
+    assert bench.BenchConfig(position_buckets=-1).span == 512
+    assert bench.BenchConfig(position_buckets=0).span == 512
+    assert bench.BenchConfig(max_memory_gb=20).max_memory_gb == 20.0
+    assert isinstance(bench.BenchConfig(max_memory_gb=20).to_json()["max_memory_gb"], float)
+
+
+def test_bench_config_wants_a_gpu_for_cuda(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match="device='cuda' was asked for"):
+        bench.BenchConfig(device="cuda")
+
+
+def test_an_unwritable_output_stops_the_run_before_it_starts(monkeypatch, tmp_path):
+    def started(config):
+        raise AssertionError("the run started")
+
+    monkeypatch.setattr(bench.run, "random_weights", started)
+    (tmp_path / "a_file").write_text("")
+    for output in (tmp_path, tmp_path / "a_file" / "out.json"):
+        with pytest.raises(ValueError, match="^output"):
+            bench.run_benchmark([16], ["gather"], device="cpu", progress=None,
+                                output=output, **TINY)

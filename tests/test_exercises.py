@@ -511,3 +511,59 @@ def test_every_check_is_used_by_one_chapter():
     used = notebook_checks()
     for label in labels():
         assert len(used.get(label, [])) == 1, (label, used.get(label))
+
+
+# -- malformed answers: never "correct", always an error that says why ----------------
+
+BAD_ANSWERS = [float("nan"), float("inf"), -float("inf"), [], {}, torch.tensor(float("nan"))]
+
+
+def _answer_count(label: str) -> int:
+    import inspect
+
+    from relpos.book.exercises import _core
+
+    parameters = inspect.signature(_core._CHECKS[label]).parameters.values()
+    return sum(1 for p in parameters if p.kind is not p.KEYWORD_ONLY)
+
+
+@pytest.mark.parametrize("label", labels())
+@pytest.mark.parametrize("bad", BAD_ANSWERS, ids=repr)
+def test_malformed_answers_never_pass(label, bad, capsys):
+    # Every answer replaced by the bad value (with the chapter's context where this
+    # file has it): an error, and nothing printed as correct.
+    context = CASES[label][0]()[1] if label in CASES else {}
+    with pytest.raises((ExerciseError, TypeError, ValueError)) as error:
+        check(label, *[bad] * _answer_count(label), **context)
+    assert "correct" not in capsys.readouterr().out
+    if isinstance(bad, float) or isinstance(bad, torch.Tensor):
+        if label in CASES or _answer_count(label) == 1:
+            assert error.type is ValueError, (label, error.value)
+            assert "must be a finite number" in str(error.value)
+
+
+@pytest.mark.parametrize("label", sorted(CASES))
+def test_one_nan_among_right_answers_is_named(label):
+    answers, context = CASES[label][0]()
+    for position in range(len(answers)):
+        spoiled = list(answers)
+        spoiled[position] = float("nan")
+        name = "answer" if len(answers) == 1 else f"answer {position + 1}"
+        with pytest.raises(ValueError, match=f"{name} must be a finite number"):
+            check(label, *spoiled, **context)
+
+
+def test_numbers_are_finite_and_labels_strings():
+    # ch6-ex3 compared abs(nan - expected) >= tolerance, False for NaN: it passed.
+    with pytest.raises(ValueError, match="answer must be a finite number, got nan"):
+        check("ch6-ex3", float("nan"))
+    with pytest.raises(ExerciseError, match="must be a fraction"):
+        check("ch6-ex3", True)
+    with pytest.raises(TypeError, match="label must be an exercise label"):
+        check(["ch6-ex3"], 0.5)
+    with pytest.raises(TypeError, match="label must be an exercise label"):
+        check({}, 0.5)
+    with pytest.raises(TypeError, match=r"answers: ch6-ex1 takes 2 answers \(row_zero"):
+        check("ch6-ex1", 1)
+    with pytest.raises(TypeError, match="answers: ch3-ex2"):
+        check("ch3-ex2", 1, nope=2)

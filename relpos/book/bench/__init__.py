@@ -1,8 +1,9 @@
-"""Benchmark of disentangled attention: transformers' reference against relpos' backends.
+"""Benchmark of disentangled attention: transformers' reference against relpos.
 
 Run it as a module::
 
-    python -m relpos.book.bench --lengths 512,1024,2048,4096 --repeats 5 --output bench_results.json
+    python -m relpos.book.bench --lengths 512,1024,2048,4096 --repeats 5 \\
+        --output bench_results.json
 
 Every backend runs the same weights: a seeded random ``transformers``
 DeBERTa-v2 ``DisentangledSelfAttention`` (deberta-v3-base shapes by default:
@@ -95,8 +96,15 @@ from .config import (
     STATUSES,
     BenchConfig,
 )
-from .memory import _memory_in_subprocess, measure_memory, memory_method
-from .models import _forward_fn, build_module, make_inputs, random_weights
+from .measure import (
+    estimate_peak_bytes,
+    failure,
+    measure_memory,
+    memory_in_subprocess,
+    memory_method,
+    time_backends,
+)
+from .models import build_module, forward_fn, make_inputs, random_weights
 from .report import format_table, load_results, ratios
 from .roofline import (
     config_flops,
@@ -107,13 +115,13 @@ from .roofline import (
     roofline_fraction,
 )
 from .run import machine_info, run_benchmark
-from .skips import _failure, estimate_peak_bytes
-from .timing import time_backends
 
-# ``_forward_fn``, ``_memory_in_subprocess`` and ``_failure`` stay importable here, as
-# they were when the benchmark was one module (the tests use them). The memory,
-# timing and run code reads the first two from this package at call time, so
-# replacing them here (``monkeypatch.setattr(bench, ...)``) changes what a run does.
+# The modules, by idea: ``config`` (BenchConfig, its checks, the constants),
+# ``models`` (the seeded modules and inputs), ``measure`` (skips, failures,
+# timings, memory), ``roofline``, ``run`` (one whole run), ``report`` (reading
+# and presenting results), ``cli`` and ``profile`` (where the time goes). To
+# change what a run does in a test, replace ``measure.memory_in_subprocess`` or
+# ``models.forward_fn``: the run and the measurements read them there at call time.
 
 __all__ = [
     "BENCH_BACKENDS",
@@ -123,9 +131,11 @@ __all__ = [
     "build_module",
     "build_parser",
     "config_flops",
-    "flop_breakdown",
-    "forward_flops",
     "estimate_peak_bytes",
+    "failure",
+    "flop_breakdown",
+    "forward_fn",
+    "forward_flops",
     "format_table",
     "load_results",
     "machine_info",
@@ -133,6 +143,7 @@ __all__ = [
     "make_inputs",
     "measure_matmul_throughput",
     "measure_memory",
+    "memory_in_subprocess",
     "memory_method",
     "random_weights",
     "ratios",

@@ -1,6 +1,7 @@
-"""``python -m relpos.book.bench``: the benchmark's command line, including its ``--_measure-memory`` child mode.
+"""``python -m relpos.book.bench``: the command line and its ``--_measure-memory`` mode.
 
-Running the package as a module hands ``sys.argv`` to :func:`relpos.book.bench.cli.main`,
+Running the package as a module hands ``sys.argv`` to
+:func:`relpos.book.bench.cli.main`,
 which either runs the whole benchmark and prints its table or, in the internal
 child mode the CPU memory measurement spawns, measures one case and prints one
 marked JSON line for the parent to read.

@@ -1,115 +1,169 @@
-"""The command line of ``python -m relpos.book.bench``: the argument parser and :func:`main`.
+"""The command line of ``python -m relpos.book.bench``: the parser and :func:`main`.
 
 :func:`build_parser` declares every flag (lengths, backends, device, dtype,
 sizes, skips, output path) plus the hidden ``--_measure-memory`` mode in which
-the CPU memory measurement runs its fresh child process; :func:`main` parses
-the arguments, runs the benchmark (or that child mode), prints the table to
-stdout and names the JSON it wrote on stderr.
+the CPU memory measurement runs its fresh child process. :func:`main` parses
+the arguments and checks all of them before any work starts: the flags of
+:class:`~relpos.book.bench.config.BenchConfig` by building one (its checks are
+the benchmark's own), the output path by trying its folder. A bad value stops
+the command with one line naming the flag and exit status 2. Then it runs the
+benchmark (or the child mode), prints the table to stdout and names the JSON
+it wrote on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 import torch
 
-from .config import BENCH_BACKENDS, DEFAULT_LENGTHS, DTYPES
-from .memory import _memory_child
+from .. import _cli
+from .config import BENCH_BACKENDS, DEFAULT_LENGTHS, DTYPES, BenchConfig
+from .measure import memory_child
 from .report import format_table
 from .run import run_benchmark
 
-# -- command line -------------------------------------------------------------------------
+# Every field of BenchConfig is a flag of the same name, dashes for underscores.
+FLAGS = {
+    f.name: "--" + f.name.replace("_", "-") for f in dataclasses.fields(BenchConfig)
+}
 
 
-def _comma_ints(text: str) -> list[int]:
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
-    return values
-
-
-def _comma_backends(text: str) -> list[str]:
+def _backends(text: str) -> list[str]:
     values = [part.strip() for part in text.split(",") if part.strip()]
     bad = [v for v in values if v not in BENCH_BACKENDS]
-    if bad or not values:
+    if bad or not values or len(set(values)) != len(values):
         raise argparse.ArgumentTypeError(
-            f"backends must be drawn from {','.join(BENCH_BACKENDS)}, got {text!r}"
+            f"expected distinct backends from {','.join(BENCH_BACKENDS)}, got {text!r}"
         )
     return values
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The command-line interface of ``python -m relpos.book.bench``.
-
-    Shapes:
-        (no tensors)
-    """
+def build_parser() -> _cli.OneLineParser:
+    """The parser of ``python -m relpos.book.bench``; ``--help`` shows every default."""
+    base = BenchConfig()
     default_device = "cuda" if torch.cuda.is_available() else "cpu"
-    parser = argparse.ArgumentParser(
+    parser = _cli.OneLineParser(
         prog="python -m relpos.book.bench",
-        description="Time and measure DeBERTa's disentangled attention: transformers vs relpos backends.",
+        description="Time and measure DeBERTa's disentangled attention: "
+        "transformers vs relpos backends.",
     )
-    parser.add_argument("--lengths", type=_comma_ints, default=list(DEFAULT_LENGTHS),
-                        help="comma-separated sequence lengths (default: 512,1024,2048,4096)")
-    parser.add_argument(
-        "--repeats", type=int, default=5, help="timed runs per measurement; the median is kept"
+    add = parser.add_argument
+    integer = _cli.integer()  # the ranges are BenchConfig's to check
+    add(
+        "--lengths",
+        type=_cli.integers(1),
+        default=list(DEFAULT_LENGTHS),
+        metavar="N,N,...",
+        help="comma-separated sequence lengths",
     )
-    parser.add_argument("--backends", type=_comma_backends, default=list(BENCH_BACKENDS),
-                        help=f"comma-separated, from {','.join(BENCH_BACKENDS)} (default: all)")
-    parser.add_argument("--device", choices=("cpu", "cuda"), default=default_device,
-                        help=f"default: {default_device}")
-    parser.add_argument("--dtype", choices=tuple(DTYPES), default="float32")
-    parser.add_argument("--batch", type=int, default=1)
-    parser.add_argument("--backward", action="store_true", help="also time forward plus backward")
-    parser.add_argument("--naive-max-length", type=int, default=1024,
-                        help="skip the naive backend above this length (default: 1024)")
-    parser.add_argument("--max-memory-gb", type=float, default=20.0,
-                        help="skip a measurement whose estimated memory exceeds this (default: 20)")
-    parser.add_argument("--output", default="bench_results.json", help="JSON results path")
-    parser.add_argument("--hidden", type=int, default=768)
-    parser.add_argument("--heads", type=int, default=12)
-    parser.add_argument("--max-relative-positions", type=int, default=512)
-    parser.add_argument("--position-buckets", type=int, default=256)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--matmul-size", type=int, default=2048,
-        help="side of the square matmul whose speed is the roofline (default: 2048)",
+    add(
+        "--repeats",
+        type=integer,
+        default=base.repeats,
+        help="timed runs per measurement; the median is kept",
     )
-    parser.add_argument("--_measure-memory", dest="measure_memory", default=None, help=argparse.SUPPRESS)
+    add(
+        "--backends",
+        type=_backends,
+        default=list(BENCH_BACKENDS),
+        metavar="NAMES",
+        help=f"comma-separated, from {','.join(BENCH_BACKENDS)}",
+    )
+    add(
+        "--device",
+        type=_cli.device,
+        default=default_device,
+        help="cpu, or cuda where torch sees a GPU",
+    )
+    add(
+        "--dtype",
+        choices=tuple(DTYPES),
+        default=base.dtype,
+        help="parameter and input dtype",
+    )
+    add("--batch", type=integer, default=base.batch, help="sequences per forward")
+    add("--backward", action="store_true", help="also time forward plus backward")
+    add(
+        "--naive-max-length",
+        type=integer,
+        default=base.naive_max_length,
+        help="skip the naive backend above this length",
+    )
+    add(
+        "--max-memory-gb",
+        type=_cli.number(),
+        default=base.max_memory_gb,
+        help="skip a measurement whose estimated memory exceeds this",
+    )
+    add(
+        "--output",
+        default="bench_results.json",
+        metavar="PATH",
+        help="JSON results path (its folder is made if missing)",
+    )
+    add(
+        "--hidden",
+        type=integer,
+        default=base.hidden,
+        help="model width; heads must divide it",
+    )
+    add("--heads", type=integer, default=base.heads, help="attention heads")
+    add(
+        "--max-relative-positions",
+        type=integer,
+        default=base.max_relative_positions,
+        help="k without buckets; the distance of the last bucket with them",
+    )
+    add(
+        "--position-buckets",
+        type=integer,
+        default=base.position_buckets,
+        help="log buckets per side, or -1 for none",
+    )
+    add(
+        "--seed", type=integer, default=base.seed, help="seed of the weights and inputs"
+    )
+    add(
+        "--matmul-size",
+        type=integer,
+        default=base.matmul_size,
+        help="side of the square matmul whose speed is the roofline",
+    )
+    add(
+        "--_measure-memory", dest="measure_memory", default=None, help=argparse.SUPPRESS
+    )
     return parser
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Parse ``argv``, run the benchmark, print the table, write the JSON.
-
-    Shapes:
-        (no tensors)
+def config_from_args(
+    parser: _cli.OneLineParser, args: argparse.Namespace
+) -> BenchConfig:
+    """The run's :class:`BenchConfig`; a bad value is a one-line error naming the flag.
     """
-    args = build_parser().parse_args(argv)
+    values = {name: getattr(args, name) for name in FLAGS}
+    return _cli.config_or_exit(parser, lambda: BenchConfig(**values), FLAGS)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse and check ``argv``, run the benchmark, print the table, write the JSON."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if args.measure_memory is not None:
-        _memory_child(args.measure_memory)
+        memory_child(args.measure_memory)
         return
+    config = config_from_args(parser, args)
+    _cli.output_flag(parser, "--output", args.output, make_parents=True)
     data = run_benchmark(
         args.lengths,
         args.backends,
-        repeats=args.repeats,
-        device=args.device,
-        dtype=args.dtype,
-        batch=args.batch,
-        backward=args.backward,
-        hidden=args.hidden,
-        heads=args.heads,
-        max_relative_positions=args.max_relative_positions,
-        position_buckets=args.position_buckets,
-        naive_max_length=args.naive_max_length,
-        max_memory_gb=args.max_memory_gb,
-        seed=args.seed,
-        matmul_size=args.matmul_size,
         output=args.output,
+        **dataclasses.asdict(config),
     )
     print(format_table(data))
     print(f"wrote {args.output}", file=sys.stderr)
+
+
+__all__ = ["FLAGS", "build_parser", "config_from_args", "main"]

@@ -1,21 +1,26 @@
-"""What fixes a benchmark run: the accepted backends, statuses and dtypes, and :class:`BenchConfig`.
+"""What fixes a benchmark run: backends, statuses, dtypes and :class:`BenchConfig`.
 
 Every other module of ``relpos.book.bench`` reads its constants from here: the
 schema number of the JSON, the backends that can be benchmarked, the statuses a
 result can carry, the dtypes by name, the default lengths and the keys every
 result row must have. :class:`BenchConfig` holds everything of one run except
-the lengths and backends, and the two checks here turn a bad backend name or a
-non-positive count into a ``ValueError``/``TypeError`` naming the argument.
+the lengths and backends and checks every value when it is made, with a
+``ValueError``/``TypeError`` naming the field; the command line builds one
+before any work starts, so a bad flag never gets as far as a measurement.
+:func:`check_backends` and :func:`check_lengths` check the other two.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Iterable
 
 import torch
 
-from relpos.positions import attention_span
+from relpos._checks import check_int
+from relpos.positions import attention_span, relative_position_index
 
 SCHEMA = 2
 # Schema 2 adds the roofline (``machine["matmul"]``, each row's ``flops`` and
@@ -30,24 +35,26 @@ DTYPES = {
     "float64": torch.float64,
 }
 DEFAULT_LENGTHS = (512, 1024, 2048, 4096)
-RESULT_KEYS = ("backend", "n", "forward_s", "backward_s", "peak_bytes", "compile_s", "status", "error")
+RESULT_KEYS = (
+    "backend",
+    "n",
+    "forward_s",
+    "backward_s",
+    "peak_bytes",
+    "compile_s",
+    "status",
+    "error",
+)
 ROOFLINE_KEYS = ("flops", "roofline_fraction")  # in every row from schema 2 on
 MATMUL_KEYS = ("size", "dtype", "device", "threads", "runs_s", "flop_per_s")
 
-_MEMORY_MARK = "RELPOS_BENCH_MEMORY "
-_WARMUP_LENGTH = 16
-_CHILD_TIMEOUT_S = 3600
-_MIB = 2**20
-_GIB = 2**30
+MIB = 2**20
+GIB = 2**30
 
 
 @dataclass(frozen=True)
 class BenchConfig:
-    """Everything that fixes one benchmark run except the lengths and backends.
-
-    Shapes:
-        (no tensors)
-    """
+    """Everything that fixes one benchmark run except the lengths and backends."""
 
     hidden: int = 768
     heads: int = 12
@@ -63,6 +70,38 @@ class BenchConfig:
     seed: int = 0
     matmul_size: int = 2048
 
+    def __post_init__(self) -> None:
+        for name in (
+            "hidden",
+            "heads",
+            "max_relative_positions",
+            "batch",
+            "repeats",
+            "naive_max_length",
+            "matmul_size",
+        ):
+            check_int(name, getattr(self, name), minimum=1)
+        check_int("seed", self.seed)
+        if self.hidden % self.heads:
+            raise ValueError(
+                f"hidden must be divisible by heads, got hidden={self.hidden} "
+                f"and heads={self.heads}"
+            )
+        check_position_buckets(self.position_buckets, self.max_relative_positions)
+        if not isinstance(self.dtype, str) or self.dtype not in DTYPES:
+            raise ValueError(
+                f"dtype must be one of {tuple(DTYPES)}, got {self.dtype!r}"
+            )
+        check_device(self.device)
+        if not isinstance(self.backward, bool):
+            raise TypeError(f"backward must be a bool, got {self.backward!r}")
+        memory = self.max_memory_gb
+        if isinstance(memory, bool) or not isinstance(memory, numbers.Real):
+            raise TypeError(f"max_memory_gb must be a number, got {memory!r}")
+        if not (math.isfinite(memory) and memory > 0):
+            raise ValueError(f"max_memory_gb must be a positive number, got {memory!r}")
+        object.__setattr__(self, "max_memory_gb", float(memory))  # 20 is stored as 20.0
+
     @property
     def torch_dtype(self) -> torch.dtype:
         """The torch dtype named by ``dtype``."""
@@ -74,22 +113,57 @@ class BenchConfig:
         return attention_span(self.max_relative_positions, self.position_buckets)
 
     def to_json(self) -> dict[str, Any]:
-        """The ``config`` entry of the results (the device is reported under ``machine``)."""
+        """The ``config`` entry of the results (the device is under ``machine``)."""
         config = asdict(self)
         del config["device"]
         config.update(share_att_key=True, pos_att_type=["c2p", "p2c"], mask="all ones")
         return config
 
 
-def _check_backends(backends: list[str] | tuple[str, ...]) -> None:
+def check_backends(backends: Iterable[str]) -> list[str]:
+    """``backends`` as a list, after checking each is one of ``BENCH_BACKENDS``."""
+    if isinstance(backends, str):
+        backends = [backends]
+    backends = list(backends)
     for backend in backends:
         if backend not in BENCH_BACKENDS:
-            raise ValueError(f"backends must be drawn from {BENCH_BACKENDS}, got {backend!r}")
+            raise ValueError(
+                f"backends must be drawn from {BENCH_BACKENDS}, got {backend!r}"
+            )
+    return backends
 
 
-def _positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value}")
-    return value
+def check_lengths(lengths: Iterable[int]) -> list[int]:
+    """``lengths`` as a non-empty list of ints >= 1."""
+    lengths = [check_int("lengths entries", n, minimum=1) for n in lengths]
+    if not lengths:
+        raise ValueError("lengths must name at least one sequence length")
+    return lengths
+
+
+def check_device(device: object) -> str:
+    """``"cpu"``, or ``"cuda"`` where torch sees a GPU; ValueError naming ``device``."""
+    if device not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError(
+            "device='cuda' was asked for but torch.cuda.is_available() is False"
+        )
+    return device
+
+
+def check_position_buckets(
+    position_buckets: object, max_relative_positions: int
+) -> int:
+    """``-1`` or ``0`` (no buckets), or a bucket count for ``max_relative_positions``.
+
+    The rule is the core's (:func:`relpos.relative_position_index`): at least 2
+    buckets, no more than ``max_relative_positions``, and
+    ``max_relative_positions > position_buckets // 2 + 1``.
+    """
+    buckets = check_int("position_buckets", position_buckets, minimum=-1)
+    if buckets > 0:  # the core's check; its message names position_buckets
+        relative_position_index(
+            1, max_relative_positions=max_relative_positions, position_buckets=buckets
+        )
+    return buckets

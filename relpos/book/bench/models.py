@@ -1,11 +1,12 @@
-"""The modules and inputs every backend runs: the same seeded weights, the same seeded tensors.
+"""The modules and inputs every backend runs: the same seeded weights and tensors.
 
 :func:`random_weights` draws the query/key/value projections once;
 :func:`build_module` turns them into transformers' reference or a relpos copy of
 it; :func:`make_inputs` draws the hidden states, table, masks and output
-gradient of one length. The private helpers wrap one forward pass of any
+gradient of one length. :func:`forward_fn` wraps one forward pass of any
 backend in a closure (transformers takes the pairwise mask, relpos the padding
-mask) and run it with or without a backward pass.
+mask), :func:`run_pass` runs it with or without a backward pass and
+:func:`clear_grads` drops what the backward left.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import torch
 from torch import nn
 
 from relpos.attention import DisentangledSelfAttention
-from .config import BenchConfig, _check_backends
+from .config import BenchConfig, check_backends
 
 # -- building the modules and inputs ---------------------------------------------------
 
@@ -33,15 +34,25 @@ def random_weights(config: BenchConfig) -> dict[str, torch.Tensor]:
     generator = torch.Generator().manual_seed(config.seed)
     weights = {}
     for name in ("query_proj", "key_proj", "value_proj"):
-        weights[f"{name}.weight"] = 0.02 * torch.randn(config.hidden, config.hidden, generator=generator)
+        weights[f"{name}.weight"] = 0.02 * torch.randn(
+            config.hidden, config.hidden, generator=generator
+        )
         weights[f"{name}.bias"] = 0.02 * torch.randn(config.hidden, generator=generator)
     return {name: w.to(config.torch_dtype) for name, w in weights.items()}
 
 
-def _transformers_module(config: BenchConfig, weights: dict[str, torch.Tensor]) -> nn.Module:
-    """transformers' DeBERTa-v2 attention with ``weights``, in eval mode on the device."""
+def transformers_module(
+    config: BenchConfig, weights: dict[str, torch.Tensor]
+) -> nn.Module:
+    """transformers' DeBERTa-v2 attention with ``weights``, in eval mode on the device.
+
+    Shapes:
+        (no tensors; ``weights`` as made by :func:`random_weights`)
+    """
     from transformers import DebertaV2Config
-    from transformers.models.deberta_v2.modeling_deberta_v2 import DisentangledSelfAttention as Reference
+    from transformers.models.deberta_v2.modeling_deberta_v2 import (
+        DisentangledSelfAttention as Reference,
+    )
 
     hf_config = DebertaV2Config(
         hidden_size=config.hidden,
@@ -71,15 +82,16 @@ def build_module(
     None). The relpos backends are ``from_transformers`` copies of ``reference``
     when it is given, else built directly with ``weights`` (the same numbers,
     without importing ``transformers``: used by the memory subprocess).
-
-    Shapes:
-        (no tensors)
     """
-    _check_backends([backend])
+    check_backends([backend])
     if backend == "transformers":
-        return reference if reference is not None else _transformers_module(config, weights)
+        return (
+            reference if reference is not None else transformers_module(config, weights)
+        )
     if reference is not None:
-        return DisentangledSelfAttention.from_transformers(reference, backend=backend).eval()
+        return DisentangledSelfAttention.from_transformers(
+            reference, backend=backend
+        ).eval()
     module = DisentangledSelfAttention(
         config.hidden,
         config.heads,
@@ -111,17 +123,29 @@ def make_inputs(config: BenchConfig, n: int) -> dict[str, torch.Tensor]:
         "table": torch.randn(2 * config.span, hidden, generator=generator),
         "grad": torch.randn(b, n, hidden, generator=generator),
     }
-    inputs = {k: v.to(device=config.device, dtype=config.torch_dtype) for k, v in inputs.items()}
+    inputs = {
+        k: v.to(device=config.device, dtype=config.torch_dtype)
+        for k, v in inputs.items()
+    }
     mask = torch.ones(b, n, dtype=torch.long, device=config.device)
     inputs["mask"] = mask
-    inputs["pair_mask"] = (mask[:, None, None, :] * mask[:, None, :, None]).bool()  # (b, 1, i, j)
+    inputs["pair_mask"] = (
+        mask[:, None, None, :] * mask[:, None, :, None]
+    ).bool()  # (b, 1, i, j)
     return inputs
 
 
-def _forward_fn(
+def forward_fn(
     backend: str, module: nn.Module, inputs: dict[str, torch.Tensor]
 ) -> Callable[[], torch.Tensor]:
-    """A closure running one forward pass of ``module`` on ``inputs``."""
+    """A closure running one forward pass of ``module`` on ``inputs``.
+
+    transformers' module takes the pairwise mask, relpos' the padding mask.
+
+    Shapes:
+        (``inputs`` as made by :func:`make_inputs`; the closure returns
+        ``(b, n, hidden)``)
+    """
     x, table = inputs["hidden_states"], inputs["table"]
     if backend == "transformers":
         pair_mask = inputs["pair_mask"]
@@ -130,10 +154,14 @@ def _forward_fn(
     return lambda: module(x, table, mask)
 
 
-def _run(
+def run_pass(
     forward: Callable[[], torch.Tensor], backward: bool, inputs: dict[str, torch.Tensor]
 ) -> torch.Tensor:
-    """One forward pass (under no_grad), or one forward plus backward pass."""
+    """One forward pass (under no_grad), or one forward plus backward pass.
+
+    Shapes:
+        (the forward's output, ``(b, n, hidden)``; ``inputs["grad"]`` is its gradient)
+    """
     if not backward:
         with torch.no_grad():
             return forward()
@@ -142,6 +170,22 @@ def _run(
     return out
 
 
-def _clear_grads(module: nn.Module, inputs: dict[str, torch.Tensor]) -> None:
+def clear_grads(module: nn.Module, inputs: dict[str, torch.Tensor]) -> None:
+    """Drop the gradients a backward pass left on ``module`` and the hidden states.
+
+    Shapes:
+        (``inputs`` as made by :func:`make_inputs`)
+    """
     module.zero_grad(set_to_none=True)
     inputs["hidden_states"].grad = None
+
+
+__all__ = [
+    "build_module",
+    "clear_grads",
+    "forward_fn",
+    "make_inputs",
+    "random_weights",
+    "run_pass",
+    "transformers_module",
+]

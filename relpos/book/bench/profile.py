@@ -42,7 +42,6 @@ Shapes:
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -62,6 +61,7 @@ from relpos.flex import (
     full_block_mask,
     heads_contiguous,
 )
+from .. import _cli
 from .config import BenchConfig
 from .models import build_module, make_inputs, random_weights
 from .roofline import config_flops, matmul_runs, throughput_record
@@ -291,9 +291,6 @@ def profile_summary(data: dict[str, Any]) -> dict[str, Any]:
       reading c2p and p2c inside the kernel cost nothing.
     - ``gather_without_gathers``: ``best_fraction``, the floor over gather's stage
       times without its gathers: what gather would reach if they cost nothing.
-
-    Shapes:
-        (no tensors)
     """
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         got = data.get("schema") if isinstance(data, dict) else type(data).__name__
@@ -332,35 +329,56 @@ def profile_summary(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> None:
-    """``python -m relpos.book.bench.profile``: profile one length, print it, write the JSON.
-
-    Shapes:
-        (no tensors)
-    """
-    parser = argparse.ArgumentParser(
+def build_parser() -> _cli.OneLineParser:
+    """The parser of ``python -m relpos.book.bench.profile`` (help shows defaults)."""
+    parser = _cli.OneLineParser(
         prog="python -m relpos.book.bench.profile",
         description="Where the forward time of gather and flex goes (CPU, float32).",
     )
-    parser.add_argument("--n", type=int, default=2048, help="sequence length")
-    parser.add_argument("--repeats", type=int, default=5, help="timed rounds")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch threads (default: torch's own choice)")
-    parser.add_argument("--output", default="profile_cpu.json", help="JSON path")
+    parser.add_argument(
+        "--n", type=_cli.integer(1), default=2048, help="sequence length"
+    )
+    parser.add_argument(
+        "--repeats", type=_cli.integer(1), default=5, help="timed rounds"
+    )
+    parser.add_argument(
+        "--threads",
+        type=_cli.integer(1),
+        default=None,
+        help="torch threads (none: torch's own choice)",
+    )
+    parser.add_argument(
+        "--output",
+        default="profile_cpu.json",
+        metavar="PATH",
+        help="JSON path (its folder is made if missing)",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m relpos.book.bench.profile``: profile one length, write the JSON."""
+    parser = build_parser()
     args = parser.parse_args(argv)
+    _cli.output_flag(parser, "--output", args.output, make_parents=True)
     if args.threads is not None:
-        torch.set_num_threads(check_int("--threads", args.threads, minimum=1))
+        torch.set_num_threads(args.threads)
     data = profile_forward(args.n, repeats=args.repeats, progress=True)
     summary = profile_summary(data)
-    print(f"n = {args.n}, {torch.get_num_threads()} threads, "
-          f"floor {data['floor_s'] * 1e3:.0f} ms")
+    print(
+        f"n = {args.n}, {torch.get_num_threads()} threads, "
+        f"floor {data['floor_s'] * 1e3:.0f} ms"
+    )
     for name, parts in data["stages_s"].items():
         cells = ", ".join(f"{stage} {s * 1e3:.0f} ms" for stage, s in parts.items())
-        print(f"{name}: {data['forward_s'][name] * 1e3:.0f} ms "
-              f"({summary['fraction'][name]:.2f}); {cells}")
-    print("kernels: " + ", ".join(
-        f"{name} {s * 1e3:.0f} ms" for name, s in data["kernels_s"].items()
-    ))
+        print(
+            f"{name}: {data['forward_s'][name] * 1e3:.0f} ms "
+            f"({summary['fraction'][name]:.2f}); {cells}"
+        )
+    print(
+        "kernels: "
+        + ", ".join(f"{name} {s * 1e3:.0f} ms" for name, s in data["kernels_s"].items())
+    )
     path = Path(args.output)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2) + "\n")
@@ -374,6 +392,7 @@ if __name__ == "__main__":
 __all__ = [
     "KERNELS",
     "STAGES",
+    "build_parser",
     "flex_forward",
     "gather_forward",
     "main",

@@ -1,4 +1,4 @@
-"""Reading results back and presenting them: the schema check, the ratios to transformers, the table.
+"""Reading results back and presenting them: the schema, the ratios, the table.
 
 :func:`load_results` reads a JSON file written by :func:`run_benchmark` and
 rejects one of an unknown schema or with missing keys (a schema 1 file, written
@@ -18,17 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from .config import (
-    _MIB,
+    MIB,
     MATMUL_KEYS,
     READABLE_SCHEMAS,
     RESULT_KEYS,
     ROOFLINE_KEYS,
-    SCHEMA,
     STATUSES,
 )
 from .roofline import roofline
 
-# -- reading and presenting results ---------------------------------------------------------
+# -- reading and presenting results ----------------------------------------------------
 
 
 def load_results(path: str | Path | Traversable) -> dict[str, Any]:
@@ -39,9 +38,6 @@ def load_results(path: str | Path | Traversable) -> dict[str, Any]:
     returned unchanged; schema 2 must carry ``machine["matmul"]`` and each row's
     ``flops`` and ``roofline_fraction``. Raises ``ValueError`` naming what is
     missing or malformed.
-
-    Shapes:
-        (no tensors)
     """
     file = Path(path) if isinstance(path, str) else path
     data = json.loads(file.read_text(encoding="utf-8"))
@@ -68,7 +64,10 @@ def load_results(path: str | Path | Traversable) -> dict[str, Any]:
         if missing:
             raise ValueError(f"{path}: results[{i}] lacks {missing}")
         if row["status"] not in STATUSES:
-            raise ValueError(f"{path}: results[{i}].status must be one of {STATUSES}, got {row['status']!r}")
+            raise ValueError(
+                f"{path}: results[{i}].status must be one of {STATUSES}, "
+                f"got {row['status']!r}"
+            )
     return data
 
 
@@ -84,23 +83,32 @@ def ratios(results: dict[str, Any]) -> list[dict[str, Any]]:
     One entry per result, in order: ``{"backend", "n", "time_ratio",
     "backward_ratio", "memory_ratio"}``; a ratio is None where either number is
     missing (not measured, skipped, failed, or no transformers row).
-
-    Shapes:
-        (no tensors)
     """
     rows = results["results"]
-    reference = {row["n"]: row for row in rows if row["backend"] == "transformers" and row["status"] == "ok"}
+    reference = {
+        row["n"]: row
+        for row in rows
+        if row["backend"] == "transformers" and row["status"] == "ok"
+    }
     out = []
     for row in rows:
         ref = reference.get(row["n"], {})
         ok = row["status"] == "ok"
-        out.append({
-            "backend": row["backend"],
-            "n": row["n"],
-            "time_ratio": _ratio(row["forward_s"], ref.get("forward_s")) if ok else None,
-            "backward_ratio": _ratio(row["backward_s"], ref.get("backward_s")) if ok else None,
-            "memory_ratio": _ratio(row["peak_bytes"], ref.get("peak_bytes")) if ok else None,
-        })
+        out.append(
+            {
+                "backend": row["backend"],
+                "n": row["n"],
+                "time_ratio": _ratio(row["forward_s"], ref.get("forward_s"))
+                if ok
+                else None,
+                "backward_ratio": _ratio(row["backward_s"], ref.get("backward_s"))
+                if ok
+                else None,
+                "memory_ratio": _ratio(row["peak_bytes"], ref.get("peak_bytes"))
+                if ok
+                else None,
+            }
+        )
     return out
 
 
@@ -109,14 +117,11 @@ def _cell(value: float | None, fmt: str) -> str:
 
 
 def format_table(results: dict[str, Any]) -> str:
-    """A plain-text table: per length and backend, times, peak memory and ratios vs transformers.
+    """A plain-text table: per length and backend, times, memory, ratios to reference.
 
     ``GFLOP`` is the forward's matrix-multiply work and ``roofline`` the fraction
     of the measured matmul throughput the forward reached (``-`` where unknown,
     as in results written before the roofline was measured).
-
-    Shapes:
-        (no tensors)
     """
     config, machine = results["config"], results["machine"]
     show_backward = any(row.get("backward_s") is not None for row in results["results"])
@@ -126,17 +131,28 @@ def format_table(results: dict[str, Any]) -> str:
     header += ["peak MiB", "x ref", "compile s", "note"]
     lines = []
     for row, ratio, roof in zip(results["results"], ratios(results), roofline(results)):
-        cells = [str(row["n"]), row["backend"], row["status"], _cell(row["forward_s"], ".4f"),
-                 _cell(ratio["time_ratio"], ".2f"), _cell(roof["flops"] / 1e9, ".1f"),
-                 _cell(roof["fraction"], ".2f")]
+        cells = [
+            str(row["n"]),
+            row["backend"],
+            row["status"],
+            _cell(row["forward_s"], ".4f"),
+            _cell(ratio["time_ratio"], ".2f"),
+            _cell(roof["flops"] / 1e9, ".1f"),
+            _cell(roof["fraction"], ".2f"),
+        ]
         if show_backward:
-            cells += [_cell(row.get("backward_s"), ".4f"), _cell(ratio["backward_ratio"], ".2f")]
-        peak = row["peak_bytes"] / _MIB if row["peak_bytes"] is not None else None
+            cells += [
+                _cell(row.get("backward_s"), ".4f"),
+                _cell(ratio["backward_ratio"], ".2f"),
+            ]
+        peak = row["peak_bytes"] / MIB if row["peak_bytes"] is not None else None
         note = row.get("note") or row.get("error") or ""
         cells += [_cell(peak, ".1f"), _cell(ratio["memory_ratio"], ".2f")]
         cells += [_cell(row["compile_s"], ".1f"), note]
         lines.append(cells)
-    widths = [max(len(line[c]) for line in [header, *lines]) for c in range(len(header) - 1)]
+    widths = [
+        max(len(line[c]) for line in [header, *lines]) for c in range(len(header) - 1)
+    ]
 
     def render(cells: list[str]) -> str:
         left = {1, 2}  # backend and status read better left-aligned
@@ -147,10 +163,12 @@ def format_table(results: dict[str, Any]) -> str:
         return "  ".join(parts + [cells[-1]]).rstrip()
 
     title = (
-        f"disentangled attention on {machine['device']} ({machine['device_name']}), {config['dtype']}, "
+        f"disentangled attention on {machine['device']} ({machine['device_name']}), "
+        f"{config['dtype']}, "
         f"batch {config['batch']}, hidden {config['hidden']}, heads {config['heads']}, "
         f"max_relative_positions {config['max_relative_positions']}, "
-        f"position_buckets {config['position_buckets']}; median of {config['repeats']}; "
+        f"position_buckets {config['position_buckets']}; "
+        f"median of {config['repeats']}; "
         f"x ref = ratio to transformers at the same n"
     )
     matmul = machine.get("matmul")

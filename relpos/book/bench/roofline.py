@@ -166,11 +166,7 @@ def measure_matmul_throughput(
 def throughput_record(
     size: int, dtype: torch.dtype, device: str, runs: list[float]
 ) -> dict[str, Any]:
-    """The ``machine["matmul"]`` entry of the results, from the timed runs.
-
-    Shapes:
-        (no tensors)
-    """
+    """The ``machine["matmul"]`` entry of the results, from the timed runs."""
     if not runs or min(runs) <= 0:
         raise ValueError(
             f"runs must be a non-empty list of positive seconds, got {runs!r}"
@@ -213,9 +209,6 @@ def roofline(results: dict[str, Any]) -> list[dict[str, Any]]:
     before the roofline have it too); ``floor_s`` (``flops`` over the measured
     matmul throughput) and ``fraction`` (``floor_s`` over the forward time) are
     None where the throughput or the time is missing.
-
-    Shapes:
-        (no tensors)
     """
     matmul = results.get("machine", {}).get("matmul") or {}
     flop_per_s = matmul.get("flop_per_s")
@@ -225,13 +218,15 @@ def roofline(results: dict[str, Any]) -> list[dict[str, Any]]:
         if flops is None:
             flops = config_flops(row["n"], results["config"])
         seconds = row["forward_s"] if row["status"] == "ok" else None
-        out.append({
-            "backend": row["backend"],
-            "n": row["n"],
-            "flops": flops,
-            "floor_s": None if flop_per_s is None else flops / flop_per_s,
-            "fraction": roofline_fraction(flops, seconds, flop_per_s),
-        })
+        out.append(
+            {
+                "backend": row["backend"],
+                "n": row["n"],
+                "flops": flops,
+                "floor_s": None if flop_per_s is None else flops / flop_per_s,
+                "fraction": roofline_fraction(flops, seconds, flop_per_s),
+            }
+        )
     return out
 
 

@@ -1,4 +1,4 @@
-"""One full benchmark run: every backend at every length, memory first, then the timings.
+"""One full benchmark run: every backend at every length, memory first, then timings.
 
 :func:`run_benchmark` checks its arguments, builds the seeded reference once,
 and for each length measures every backend's peak memory (each in a fresh
@@ -23,41 +23,41 @@ from typing import Any, TextIO
 
 import torch
 
-from . import memory
-from relpos.positions import relative_position_index
+from .. import _cli
+from . import measure
 from .config import (
-    _MIB,
     BENCH_BACKENDS,
     DEFAULT_LENGTHS,
-    DTYPES,
+    MIB,
     SCHEMA,
     BenchConfig,
-    _check_backends,
-    _positive_int,
+    check_backends,
+    check_device,
+    check_lengths,
 )
-from .memory import measure_memory, memory_method
-from .models import _transformers_module, build_module, make_inputs, random_weights
+from .measure import failure, measure_memory, memory_method, skip_reason, time_backends
+from .models import build_module, make_inputs, random_weights, transformers_module
 from .roofline import config_flops, matmul_runs, roofline, throughput_record
-from .skips import _failure, _skip_reason
-from .timing import time_backends
 
-# -- the run -----------------------------------------------------------------------------
+# -- the run ---------------------------------------------------------------------------
 
 
 def _processor_name() -> str:
     try:
-        match = re.search(r"^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(), re.MULTILINE)
+        match = re.search(
+            r"^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(), re.MULTILINE
+        )
     except OSError:
         match = None
-    return match.group(1).strip() if match else (platform.processor() or platform.machine())
+    return (
+        match.group(1).strip()
+        if match
+        else (platform.processor() or platform.machine())
+    )
 
 
 def machine_info(device: str) -> dict[str, Any]:
-    """The ``machine`` entry of the results: platform, versions, device.
-
-    Shapes:
-        (no tensors)
-    """
+    """The ``machine`` entry of the results: platform, versions, device."""
     try:
         import transformers
 
@@ -71,11 +71,15 @@ def machine_info(device: str) -> dict[str, Any]:
         "torch": torch.__version__,
         "transformers": transformers_version,
         "device": device,
-        "device_name": torch.cuda.get_device_name() if device == "cuda" else _processor_name(),
+        "device_name": torch.cuda.get_device_name()
+        if device == "cuda"
+        else _processor_name(),
         "threads": torch.get_num_threads(),
         "python": platform.python_version(),
         "memory_method": memory_method(device),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds"
+        ),
     }
 
 
@@ -116,7 +120,9 @@ def _matmul_runs(config: BenchConfig) -> list[float]:
 
 
 def _describe_failure(row: dict[str, Any]) -> str:
-    return row["status"] + (f" ({row['note'] or row['error']})" if row["note"] or row["error"] else "")
+    return row["status"] + (
+        f" ({row['note'] or row['error']})" if row["note"] or row["error"] else ""
+    )
 
 
 def run_benchmark(
@@ -139,7 +145,7 @@ def run_benchmark(
     output: str | Path | None = None,
     progress: TextIO | bool | None = True,
 ) -> dict[str, Any]:
-    """Time and measure every backend at every length; return (and optionally write) the results.
+    """Time and measure every backend at every length; return (and write) the results.
 
     For each length: first the memory of every backend (each in a fresh process
     on the CPU), then the timings of every backend back to back. A progress line
@@ -161,51 +167,35 @@ def run_benchmark(
         device: ``"cpu"`` or ``"cuda"``; None picks cuda when available.
         dtype: one of ``DTYPES``.
         output: where to write the JSON, or None.
-
-    Shapes:
-        (no tensors)
     """
-    lengths = [_positive_int("lengths entries", n) for n in lengths]
-    if not lengths:
-        raise ValueError("lengths must name at least one sequence length")
-    backends = list(backends)
-    _check_backends(backends)
+    lengths = check_lengths(lengths)
+    backends = check_backends(backends)
     if not backends or len(set(backends)) != len(backends):
-        raise ValueError(f"backends must be a non-empty list without repeats, got {backends}")
+        raise ValueError(
+            f"backends must be a non-empty list without repeats, got {backends}"
+        )
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device not in ("cpu", "cuda"):
-        raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device='cuda' was asked for but torch.cuda.is_available() is False")
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {tuple(DTYPES)}, got {dtype!r}")
-    if _positive_int("hidden", hidden) % _positive_int("heads", heads):
-        raise ValueError(f"hidden must be divisible by heads, got hidden={hidden} and heads={heads}")
-    if not isinstance(max_memory_gb, (int, float)) or max_memory_gb <= 0:
-        raise ValueError(f"max_memory_gb must be a positive number, got {max_memory_gb!r}")
     config = BenchConfig(
         hidden=hidden,
         heads=heads,
-        max_relative_positions=_positive_int("max_relative_positions", max_relative_positions),
-        position_buckets=int(position_buckets),
+        max_relative_positions=max_relative_positions,
+        position_buckets=position_buckets,
         dtype=dtype,
-        batch=_positive_int("batch", batch),
-        repeats=_positive_int("repeats", repeats),
-        device=device,
-        backward=bool(backward),
-        naive_max_length=_positive_int("naive_max_length", naive_max_length),
-        max_memory_gb=float(max_memory_gb),
-        seed=int(seed),
-        matmul_size=_positive_int("matmul_size", matmul_size),
+        batch=batch,
+        repeats=repeats,
+        device=check_device(device),
+        backward=backward,
+        naive_max_length=naive_max_length,
+        max_memory_gb=max_memory_gb,
+        seed=seed,
+        matmul_size=matmul_size,
     )
-    if config.position_buckets > 0:  # the bucket arguments must suit each other
-        relative_position_index(
-            1, max_relative_positions=config.max_relative_positions, position_buckets=config.position_buckets
-        )
+    if output is not None:  # before the work, not after it
+        output = _cli.check_writable("output", output, make_parents=True)
 
     weights = random_weights(config)
-    reference = _transformers_module(config, weights)
+    reference = transformers_module(config, weights)
     kinds = ["peak memory", "forward"] + (["forward+backward"] if backward else [])
     stream = sys.stderr if progress is True else (progress or None)
     step = _Progress(len(lengths) * len(backends) * len(kinds), stream)
@@ -213,34 +203,49 @@ def run_benchmark(
     results = []
     for n in lengths:
         rows = {backend: _empty_row(backend, n) for backend in backends}
-        for backend, row in rows.items():  # memory first: a run that dies takes only its child
-            reason = _skip_reason(backend, n, config)
+        for (
+            backend,
+            row,
+        ) in rows.items():  # memory first: a run that dies takes only its child
+            reason = skip_reason(backend, n, config)
             if reason is not None:
                 row.update(status="skipped", note=reason)
             elif device == "cpu":
-                row.update(memory._memory_in_subprocess(backend, n, config))
+                row.update(measure.memory_in_subprocess(backend, n, config))
             else:
                 try:
                     row.update(measure_memory(backend, n, config, reference))
                 except Exception as exc:
-                    status, message = _failure(exc)
+                    status, message = failure(exc)
                     row.update(status=status, error=message)
                 torch.cuda.empty_cache()
             if row["status"] == "ok":
                 where = "fresh process" if device == "cpu" else "cuda allocator"
-                step(backend, n, "peak memory", f"{row['peak_bytes'] / _MIB:.1f} MiB ({where})")
+                step(
+                    backend,
+                    n,
+                    "peak memory",
+                    f"{row['peak_bytes'] / MIB:.1f} MiB ({where})",
+                )
             else:
                 step(backend, n, "peak memory", _describe_failure(row))
         timed = [backend for backend, row in rows.items() if row["status"] == "ok"]
         if timed:  # then the timings, side by side
             modules = inputs = None
             try:
-                modules = {backend: build_module(backend, config, weights, reference) for backend in timed}
+                modules = {
+                    backend: build_module(backend, config, weights, reference)
+                    for backend in timed
+                }
                 inputs = make_inputs(config, n)
-                for backend, update in time_backends(timed, config, modules, inputs).items():
+                for backend, update in time_backends(
+                    timed, config, modules, inputs
+                ).items():
                     rows[backend].update(update)
-            except Exception as exc:  # building the modules or inputs failed: every timing fails
-                status, message = _failure(exc)
+            except (
+                Exception
+            ) as exc:  # building the modules or inputs failed: every timing fails
+                status, message = failure(exc)
                 for backend in timed:
                     rows[backend].update(status=status, error=message)
             del modules, inputs
@@ -252,10 +257,24 @@ def run_benchmark(
                 for kind in kinds[1:]:
                     step(backend, n, kind, _describe_failure(row))
                 continue
-            compiled = f"; first call with compile {row['compile_s']:.1f} s" if row["compile_s"] else ""
-            step(backend, n, "forward", f"{row['forward_s']:.4f} s (median of {repeats}{compiled})")
+            compiled = (
+                f"; first call with compile {row['compile_s']:.1f} s"
+                if row["compile_s"]
+                else ""
+            )
+            step(
+                backend,
+                n,
+                "forward",
+                f"{row['forward_s']:.4f} s (median of {repeats}{compiled})",
+            )
             if backward:
-                step(backend, n, "forward+backward", f"{row['backward_s']:.4f} s (median of {repeats})")
+                step(
+                    backend,
+                    n,
+                    "forward+backward",
+                    f"{row['backward_s']:.4f} s (median of {repeats})",
+                )
         results.extend(rows.values())
 
     matmul += _matmul_runs(config)

@@ -11,6 +11,10 @@ Shapes:
 
 from __future__ import annotations
 
+import cmath
+import inspect
+import math
+import numbers
 import re
 from typing import Any, Callable, NoReturn
 
@@ -25,11 +29,7 @@ class ExerciseError(AssertionError):
 
 
 def exercise(label: str) -> Callable[[Callable[..., str]], Callable[..., str]]:
-    """Register the decorated function as the check of exercise ``label``.
-
-    Shapes:
-        (no tensors)
-    """
+    """Register the decorated function as the check of exercise ``label``."""
     if not isinstance(label, str) or not _LABEL.fullmatch(label):
         raise ValueError(f"label must look like 'ch4-ex2', got {label!r}")
 
@@ -45,11 +45,7 @@ def exercise(label: str) -> Callable[[Callable[..., str]], Callable[..., str]]:
 
 
 def labels() -> list[str]:
-    """Every exercise label that has a check, in chapter and exercise order.
-
-    Shapes:
-        (no tensors)
-    """
+    """Every exercise label that has a check, in chapter and exercise order."""
 
     def order(label: str) -> tuple[int, int]:
         chapter, number = re.findall(r"\d+", label)
@@ -66,19 +62,65 @@ def check(label: str, *answers: Any, **given: Any) -> None:
     to recompute the expected answer (for example ``scores=relative``).
 
     Raises:
-        ExerciseError: the answer is wrong; the message hints at the usual cause.
-        ValueError: ``label`` names no exercise.
+        ExerciseError: the answer is wrong (a wrong type of answer included);
+            the message hints at the usual cause.
+        ValueError: ``label`` names no exercise, or a number given as an answer
+            is NaN or infinite (no exercise's answer is).
+        TypeError: ``label`` is not a string, or the answers or keywords do not
+            fit the exercise (too many, too few, an unknown keyword).
 
     Shapes:
         (see the docstring of the exercise's check)
     """
+    if not isinstance(label, str):
+        raise TypeError(
+            f"label must be an exercise label such as 'ch4-ex2', got "
+            f"{type(label).__name__} {label!r:.60}"
+        )
     if label not in _CHECKS:
         raise ValueError(f"label must be one of {labels()}, got {label!r}")
+    function = _CHECKS[label]
     try:
-        note = _CHECKS[label](*answers, **given)
+        inspect.signature(function).bind(*answers, **given)
+    except TypeError as error:
+        raise TypeError(
+            f"answers: {label} takes {_takes(function)}; got {len(answers)} answer(s)"
+            f"{' and ' + ', '.join(given) if given else ''} ({error})"
+        ) from None
+    for position, answer in enumerate(answers):
+        name = "answer" if len(answers) == 1 else f"answer {position + 1}"
+        _finite(answer, name)
+    try:
+        note = function(*answers, **given)
     except ExerciseError as error:
         raise ExerciseError(f"{label}: not yet. {error}") from None
     print(f"{label}: correct. {note}")
+
+
+def _takes(function: Callable[..., str]) -> str:
+    """What a check takes, in words: ``"2 answers (values, row) and scores=, k="``."""
+    parameters = inspect.signature(function).parameters.values()
+    positional = [p.name for p in parameters if p.kind is not p.KEYWORD_ONLY]
+    keywords = [f"{p.name}=" for p in parameters if p.kind is p.KEYWORD_ONLY]
+    count = f"{len(positional)} answer{'s' if len(positional) != 1 else ''}"
+    words = f"{count} ({', '.join(positional)})"
+    return words + (f" and the keywords {', '.join(keywords)}" if keywords else "")
+
+
+def _finite(answer: Any, name: str) -> None:
+    """A ValueError naming ``name`` if ``answer`` is a NaN or infinite number."""
+    if isinstance(answer, torch.Tensor):
+        if answer.numel() != 1 or not (
+            answer.is_floating_point() or answer.is_complex()
+        ):
+            return
+        value: Any = answer.item()
+    elif isinstance(answer, numbers.Number) and not isinstance(answer, bool):
+        value = answer
+    else:
+        return
+    if not cmath.isfinite(complex(value)):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
 
 
 def fail(message: str) -> NoReturn:
@@ -104,11 +146,13 @@ def as_tensor(answer: Any, what: str) -> torch.Tensor:
 
 
 def as_number(answer: Any, what: str) -> float:
-    """``answer`` as a Python float (a one-element tensor is accepted)."""
+    """``answer`` as a finite Python float (a one-element tensor is accepted)."""
     if isinstance(answer, torch.Tensor) and answer.numel() == 1:
         answer = answer.item()
-    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
+    if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
         fail(f"the answer must be {what}; got {type(answer).__name__} {answer!r:.60}")
+    if not math.isfinite(answer):
+        fail(f"the answer must be {what}, a finite number; got {answer!r}")
     return float(answer)
 
 

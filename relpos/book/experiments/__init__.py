@@ -11,7 +11,8 @@ A reader can hold the whole experiment in their head:
 - ``train``: the training loop, on one screen.
 - ``measure``: accuracy per length, the learned table's bands, the c2p/p2c pattern.
 - ``sweep``: every (task, scheme, training-set size, seed) into one JSON.
-- ``cli``: ``python -m relpos.book.experiments`` (``--help`` lists every flag).
+- ``cli``: ``python -m relpos.book.experiments``; its flags are ``Config``'s fields
+  and its checks ``Config``'s (``--help`` lists every flag and default).
 
 In a notebook, one model per scheme, a second or two each on one CPU core
 (``torch.set_num_threads(1)`` is faster for models this small)::

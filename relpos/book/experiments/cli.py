@@ -1,113 +1,88 @@
-"""The command line of ``python -m relpos.book.experiments``: flags in, sweep run, JSON out.
+"""The command line of ``python -m relpos.book.experiments``: flags in, JSON out.
+
+The flags are :class:`~relpos.book.experiments.config.Config`'s fields, read
+from ``dataclasses.fields(Config)`` (each field's ``metadata`` holds its help),
+so adding a field adds a flag. The four fields a sweep varies (task, scheme,
+training-set size, seed) take comma-separated lists; the others one value.
+The ranges and cross-field rules are ``Config``'s own checks: the command
+builds every run's ``Config`` before any training, and a value they reject
+stops it with one line on stderr that names the flag (exit status 2), as does
+an output or figure path that cannot be written or a figure format matplotlib
+does not know.
 
 Every flag has a default, and the defaults are the committed sweep: running
 the command with only ``--output`` and ``--plot`` reproduces
 ``relpos/results/sweep.json`` (every number, on the same machine; only the
-timings, the date and the machine entry differ). A bad value stops the command
-with one line on stderr that names the flag.
-
-Shapes:
-    (no tensors)
+timings, the date and the machine entry differ).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import itertools
 import json
 import shlex
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, Callable
 
 import torch
 
+from .. import _cli
+from .._cli import OneLineParser
 from .config import Config
 from .schemes import SCHEMES
 from .tasks import TASKS
 
 DEFAULT_TRAIN_SIZES = (8, 32, 128, 512)
 DEFAULT_SEEDS = (0, 1, 2)
+# The sweep's own defaults for the fields it varies: every task, every scheme.
+SWEEP_DEFAULTS: dict[str, Callable[[], list[Any]]] = {
+    "task": lambda: list(TASKS),
+    "scheme": lambda: list(SCHEMES),
+    "seed": lambda: list(DEFAULT_SEEDS),
+    "train_size": lambda: list(DEFAULT_TRAIN_SIZES),
+}
+_CONVERTERS: dict[str, Callable[[], Callable[[str], Any]]] = {
+    "int": _cli.integer,
+    "float": _cli.number,
+    "tuple[int, ...]": _cli.integers,
+    "str": lambda: str,
+}
 
 
-class OneLineParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose errors are one line, naming the flag."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
-def _ints(minimum: int):
-    def parse(text: str) -> list[int]:
-        try:
-            values = [int(part) for part in text.split(",")]
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected comma-separated integers, got {text!r}"
-            ) from None
-        if min(values) < minimum:
-            raise argparse.ArgumentTypeError(
-                f"expected integers >= {minimum}, got {text!r}"
-            )
-        if len(set(values)) != len(values):
-            raise argparse.ArgumentTypeError(
-                f"expected distinct integers, got {text!r}"
-            )
-        return values
-
-    parse.__name__ = "integers"
-    return parse
+def flags() -> dict[str, str]:
+    """Each field of ``Config`` and its flag (the first, where it has two)."""
+    return {
+        field.name: (field.metadata.get("flags") or (_dashed(field.name),))[0]
+        for field in dataclasses.fields(Config)
+    }
 
 
-def _int(minimum: int):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected an integer, got {text!r}"
-            ) from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(
-                f"expected an integer >= {minimum}, got {value}"
-            )
-        return value
-
-    parse.__name__ = "integer"
-    return parse
+def _dashed(name: str) -> str:
+    return "--" + name.replace("_", "-")
 
 
-def _rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return value
+def _converter(field: dataclasses.Field) -> Callable[[str], Any]:
+    if field.name == "task":
+        return _cli.names("tasks", TASKS)
+    if field.name == "scheme":
+        return _cli.names("schemes", lambda: SCHEMES)
+    if field.metadata.get("sweep"):
+        return _cli.integers()
+    if str(field.type) not in _CONVERTERS:
+        raise TypeError(
+            f"Config.{field.name} has type {field.type}; the command line reads "
+            f"only {', '.join(_CONVERTERS)}"
+        )
+    return _CONVERTERS[str(field.type)]()
 
 
-def _names(kind: str, registry: dict[str, object]):
-    def parse(text: str) -> list[str]:
-        if text == "all":
-            return list(registry)
-        values = [part.strip() for part in text.split(",")]
-        unknown = [v for v in values if v not in registry]
-        if unknown or len(set(values)) != len(values):
-            raise argparse.ArgumentTypeError(
-                f"expected 'all' or distinct {kind} from {','.join(registry)}, "
-                f"got {text!r}"
-            )
-        return values
+def build_parser() -> OneLineParser:
+    """The parser: one flag per ``Config`` field, and output, plot, threads, quiet.
 
-    parse.__name__ = kind
-    return parse
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser; its defaults are the committed sweep.
-
-    Shapes:
-        (no tensors)
+    Its defaults are the committed sweep; ``--help`` shows every one.
     """
     base = Config()
     parser = OneLineParser(
@@ -120,140 +95,46 @@ def build_parser() -> argparse.ArgumentParser:
             "the same numbers. The defaults reproduce the committed sweep."
         ),
     )
+    for field in dataclasses.fields(Config):
+        about = field.metadata
+        names = about.get("flags") or (_dashed(field.name),)
+        if about.get("sweep"):
+            default: Any = SWEEP_DEFAULTS[field.name]()
+        elif field.name == "intermediate_size":
+            default = None  # twice --hidden-size
+        else:
+            default = getattr(base, field.name)
+            default = list(default) if isinstance(default, tuple) else default
+        parser.add_argument(
+            *names,
+            dest=field.name,
+            type=_converter(field),
+            default=default,
+            metavar=about.get("metavar") or ("N" if field.type == "int" else None),
+            help=about["help"],
+        )
     add = parser.add_argument
-    add(
-        "--task",
-        "--tasks",
-        dest="tasks",
-        type=_names("tasks", TASKS),
-        default=list(TASKS),
-        metavar="NAMES",
-        help=f"comma-separated tasks, or 'all' (default: all = {','.join(TASKS)})",
-    )
-    add(
-        "--schemes",
-        type=_names("schemes", SCHEMES),
-        default=list(SCHEMES),
-        metavar="NAMES",
-        help="comma-separated position schemes, or 'all' (default: all registered = "
-        f"{','.join(SCHEMES)})",
-    )
-    add(
-        "--train-length",
-        type=_int(1),
-        default=base.train_length,
-        metavar="L",
-        help=f"length of every training sequence (default: {base.train_length})",
-    )
-    add(
-        "--test-lengths",
-        type=_ints(1),
-        default=list(base.test_lengths),
-        metavar="N,N,...",
-        help="comma-separated lengths at which accuracy is measured "
-        f"(default: {','.join(map(str, base.test_lengths))})",
-    )
-    add(
-        "--train-sizes",
-        type=_ints(1),
-        default=list(DEFAULT_TRAIN_SIZES),
-        metavar="N,N,...",
-        help="comma-separated numbers of distinct training sequences "
-        f"(default: {','.join(map(str, DEFAULT_TRAIN_SIZES))})",
-    )
-    add(
-        "--seeds",
-        type=_ints(0),
-        default=list(DEFAULT_SEEDS),
-        metavar="S,S,...",
-        help=f"comma-separated seeds (default: {','.join(map(str, DEFAULT_SEEDS))})",
-    )
-    add(
-        "--steps",
-        type=_int(1),
-        default=base.steps,
-        help=f"optimiser steps per run (default: {base.steps})",
-    )
-    add(
-        "--batch-size",
-        type=_int(1),
-        default=base.batch_size,
-        help=f"sequences per step (default: {base.batch_size})",
-    )
-    add(
-        "--learning-rate",
-        type=_rate,
-        default=base.learning_rate,
-        metavar="LR",
-        help=f"AdamW peak learning rate (default: {base.learning_rate})",
-    )
-    add(
-        "--test-size",
-        type=_int(1),
-        default=base.test_size,
-        help=f"test sequences per length (default: {base.test_size})",
-    )
-    add(
-        "--hidden-size",
-        type=_int(1),
-        default=base.hidden_size,
-        help="model width; the feed-forward width is twice it "
-        f"(default: {base.hidden_size})",
-    )
-    add(
-        "--num-heads",
-        type=_int(1),
-        default=base.num_heads,
-        help=f"attention heads; must divide --hidden-size (default: {base.num_heads})",
-    )
-    add(
-        "--layers",
-        type=_int(1),
-        default=base.num_layers,
-        help=f"encoder layers (default: {base.num_layers})",
-    )
-    add(
-        "--max-relative-positions",
-        type=_int(2),
-        default=base.max_relative_positions,
-        metavar="K",
-        help=f"clipping span k of 'deberta' (default: {base.max_relative_positions})",
-    )
-    add(
-        "--position-buckets",
-        type=_int(2),
-        default=base.position_buckets,
-        metavar="B",
-        help="log buckets per side of 'deberta-buckets' "
-        f"(default: {base.position_buckets})",
-    )
-    add(
-        "--bucket-max-position",
-        type=_int(3),
-        default=base.bucket_max_position,
-        metavar="M",
-        help="distance of the last log bucket of 'deberta-buckets' "
-        f"(default: {base.bucket_max_position})",
-    )
     add(
         "--output",
         default="sweep.json",
         metavar="PATH",
-        help="where to write the JSON results (default: sweep.json)",
+        help="where to write the JSON results (its folder must exist)",
     )
     add(
         "--plot",
         default=None,
         metavar="PATH",
         help="also draw the figure (length generalisation and data efficiency, with "
-        "error bars) to this file, e.g. sweep.png (default: no figure)",
+        "error bars) to this file, e.g. sweep.png; its suffix is the format "
+        "(default: no figure)",
     )
     add(
         "--threads",
-        type=_int(1),
+        type=_cli.integer(1),
         default=1,
-        help="torch CPU threads during the sweep (default: 1: these tiny models run no "
-        "faster with more, and another count can change the last digits of results)",
+        metavar="N",
+        help="torch CPU threads during the sweep: these tiny models run no "
+        "faster with more, and another count can change the last digits of results",
     )
     add("--quiet", action="store_true", help="no progress bar on stderr")
     return parser
@@ -262,69 +143,51 @@ def build_parser() -> argparse.ArgumentParser:
 def config_from_args(
     parser: argparse.ArgumentParser, args: argparse.Namespace
 ) -> Config:
-    """The base ``Config`` of the sweep; inconsistent flags end in ``parser.error``.
+    """The sweep's base ``Config``, every run's checked; a bad value: ``parser.error``.
 
-    Shapes:
-        (no tensors)
+    Every combination of the swept values is made into a ``Config`` here, so
+    every value a run will use has passed ``Config``'s checks before the first
+    run starts.
     """
-    if args.hidden_size % args.num_heads:
-        parser.error(
-            f"argument --num-heads: must divide --hidden-size={args.hidden_size}, "
-            f"got {args.num_heads}"
-        )
-    if args.position_buckets > args.bucket_max_position or (
-        args.bucket_max_position - 1 <= args.position_buckets // 2
-    ):
-        parser.error(
-            "argument --position-buckets: must be <= --bucket-max-position and leave "
-            f"--bucket-max-position > B // 2 + 1, got B={args.position_buckets} and "
-            f"M={args.bucket_max_position}"
-        )
-    return Config(
-        train_length=args.train_length,
-        test_lengths=tuple(args.test_lengths),
-        test_size=args.test_size,
-        steps=args.steps,
-        batch_size=args.batch_size,
-        learning_rate=args.learning_rate,
-        hidden_size=args.hidden_size,
-        num_heads=args.num_heads,
-        num_layers=args.layers,
-        intermediate_size=2 * args.hidden_size,
-        max_relative_positions=args.max_relative_positions,
-        position_buckets=args.position_buckets,
-        bucket_max_position=args.bucket_max_position,
-    )
+    names = flags()
+    sweep = [f.name for f in dataclasses.fields(Config) if f.metadata.get("sweep")]
+    values = {name: getattr(args, name) for name in names if name not in sweep}
+    values["test_lengths"] = tuple(values["test_lengths"])
+    if values["intermediate_size"] is None:
+        values["intermediate_size"] = 2 * values["hidden_size"]
+
+    def build() -> Config:
+        base = Config(**values)
+        for grid in itertools.product(*(getattr(args, name) for name in sweep)):
+            base.replace(**dict(zip(sweep, grid)))
+        return base
+
+    return _cli.config_or_exit(parser, build, names)
 
 
 def main(argv: list[str] | None = None) -> dict:
-    """Parse ``argv``, run the sweep, write the JSON (and figure); return the results.
-
-    Shapes:
-        (no tensors)
+    """Parse and check ``argv``, run the sweep, write the JSON (and figure), return it.
     """
-    from ..plot import experiment_sweep
-    from .report import format_table
-    from .sweep import run_sweep
-
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     base = config_from_args(parser, args)
-    for flag, path in (("--output", args.output), ("--plot", args.plot)):
-        if path is not None and not Path(path).parent.is_dir():
-            parser.error(
-                f"argument {flag}: folder {str(Path(path).parent)!r} does not exist"
-            )
+    _cli.output_flag(parser, "--output", args.output, make_parents=False)
+    _cli.output_flag(parser, "--plot", args.plot, make_parents=False, plot=True)
+
+    from ..plot import experiment_sweep
+    from .report import format_table
+    from .sweep import run_sweep
+
     threads = torch.get_num_threads()
     torch.set_num_threads(args.threads)
     try:
         result = run_sweep(
             base,
-            tasks=args.tasks,
-            schemes=args.schemes,
-            train_sizes=args.train_sizes,
-            seeds=args.seeds,
+            tasks=args.task,
+            schemes=args.scheme,
+            train_sizes=args.train_size,
+            seeds=args.seed,
             progress=not args.quiet,
             command=shlex.join(["python", "-m", "relpos.book.experiments", *argv]),
         )
@@ -342,7 +205,9 @@ def main(argv: list[str] | None = None) -> dict:
 __all__ = [
     "DEFAULT_SEEDS",
     "DEFAULT_TRAIN_SIZES",
+    "OneLineParser",
     "build_parser",
     "config_from_args",
+    "flags",
     "main",
 ]

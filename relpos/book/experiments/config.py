@@ -6,18 +6,34 @@ scheme, the data, the model's sizes and the optimiser. A sweep varies
 derived from exactly those four (:func:`derive_seed`), so adding a scheme to a
 sweep never changes the numbers of the others, and all schemes of one
 ``(seed, task, train_size)`` see the same training and test data.
-
-Shapes:
-    (no tensors)
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-from dataclasses import dataclass
+import math
+import numbers
+from dataclasses import dataclass, field
 
 from relpos._checks import check_int
+from relpos.positions import relative_position_index
+
+
+def _about(
+    help: str,
+    *,
+    flags: tuple[str, ...] = (),
+    metavar: str | None = None,
+    sweep: bool = False,
+) -> dict[str, object]:
+    """A field's entry for the command line (``Config``'s fields are its flags).
+
+    ``help`` is the flag's help; ``flags`` its names when they are not the
+    field's own (``--train-length`` for ``train_length``); ``sweep`` marks the
+    four fields a sweep varies, whose flags take comma-separated lists.
+    """
+    return {"help": help, "flags": flags, "metavar": metavar, "sweep": sweep}
 
 
 @dataclass(frozen=True)
@@ -45,32 +61,92 @@ class Config:
         bucket_max_position: the distance of the last log bucket of
             ``deberta-buckets`` (its ``max_relative_positions``).
 
-    Shapes:
-        (no tensors)
+    Every field is a flag of ``python -m relpos.book.experiments`` (its
+    ``metadata`` holds the flag's help), and the checks here are the command
+    line's: a value they reject is a one-line error naming the flag.
     """
 
-    task: str = "relative"
-    scheme: str = "deberta"
-    seed: int = 0
-    train_length: int = 32
-    train_size: int = 1024
-    test_lengths: tuple[int, ...] = (32, 64, 128, 256)
-    test_size: int = 64
-    steps: int = 500
-    batch_size: int = 32
-    learning_rate: float = 3e-3
-    weight_decay: float = 0.01
-    hidden_size: int = 32
-    num_heads: int = 4
-    num_layers: int = 1
-    intermediate_size: int = 64
-    max_relative_positions: int = 8
-    position_buckets: int = 8
-    bucket_max_position: int = 64
+    task: str = field(
+        default="relative",
+        metadata=_about(
+            "comma-separated tasks, or 'all'",
+            flags=("--task", "--tasks"),
+            metavar="NAMES",
+            sweep=True,
+        ),
+    )
+    scheme: str = field(
+        default="deberta",
+        metadata=_about(
+            "comma-separated position schemes, or 'all' registered",
+            flags=("--schemes",),
+            metavar="NAMES",
+            sweep=True,
+        ),
+    )
+    seed: int = field(
+        default=0,
+        metadata=_about(
+            "comma-separated seeds", flags=("--seeds",), metavar="S,S,...", sweep=True
+        ),
+    )
+    train_length: int = field(
+        default=32, metadata=_about("length of every training sequence", metavar="L")
+    )
+    train_size: int = field(
+        default=1024,
+        metadata=_about(
+            "comma-separated numbers of distinct training sequences",
+            flags=("--train-sizes",),
+            metavar="N,N,...",
+            sweep=True,
+        ),
+    )
+    test_lengths: tuple[int, ...] = field(
+        default=(32, 64, 128, 256),
+        metadata=_about(
+            "comma-separated lengths at which accuracy is measured", metavar="N,N,..."
+        ),
+    )
+    test_size: int = field(default=64, metadata=_about("test sequences per length"))
+    steps: int = field(default=500, metadata=_about("optimiser steps per run"))
+    batch_size: int = field(default=32, metadata=_about("sequences per step"))
+    learning_rate: float = field(
+        default=3e-3, metadata=_about("AdamW peak learning rate", metavar="LR")
+    )
+    weight_decay: float = field(
+        default=0.01, metadata=_about("AdamW decoupled weight decay", metavar="WD")
+    )
+    hidden_size: int = field(default=32, metadata=_about("model width"))
+    num_heads: int = field(
+        default=4, metadata=_about("attention heads; must divide --hidden-size")
+    )
+    num_layers: int = field(
+        default=1, metadata=_about("encoder layers", flags=("--layers", "--num-layers"))
+    )
+    intermediate_size: int = field(
+        default=64, metadata=_about("feed-forward width (default: twice --hidden-size)")
+    )
+    max_relative_positions: int = field(
+        default=8, metadata=_about("clipping span k of 'deberta'", metavar="K")
+    )
+    position_buckets: int = field(
+        default=8,
+        metadata=_about("log buckets per side of 'deberta-buckets'", metavar="B"),
+    )
+    bucket_max_position: int = field(
+        default=64,
+        metadata=_about(
+            "distance of the last log bucket of 'deberta-buckets'", metavar="M"
+        ),
+    )
 
     def __post_init__(self) -> None:
-        for name in ("seed",):
-            check_int(name, getattr(self, name), minimum=0)
+        for name in ("task", "scheme"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise TypeError(f"{name} must be a non-empty str, got {value!r}")
+        check_int("seed", self.seed, minimum=0)
         for name in (
             "train_length",
             "train_size",
@@ -98,17 +174,28 @@ class Config:
             check_int("test_lengths entries", length, minimum=1)
         for name in ("learning_rate", "weight_decay"):
             value = getattr(self, name)
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or value < 0
-            ):
-                raise ValueError(f"{name} must be a float >= 0, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise TypeError(f"{name} must be a float >= 0, got {value!r}")
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite float >= 0, got {value!r}")
         if self.hidden_size % self.num_heads:
             raise ValueError(
                 f"hidden_size must be divisible by num_heads, got hidden_size="
                 f"{self.hidden_size} and num_heads={self.num_heads}"
             )
+        try:  # the core's rule for the log buckets of deberta-buckets
+            relative_position_index(
+                1,
+                max_relative_positions=self.bucket_max_position,
+                position_buckets=self.position_buckets,
+            )
+        except ValueError:
+            raise ValueError(
+                "position_buckets must be <= bucket_max_position and leave "
+                "bucket_max_position > position_buckets // 2 + 1, got position_buckets="
+                f"{self.position_buckets} and "
+                f"bucket_max_position={self.bucket_max_position}"
+            ) from None
 
     @property
     def max_length(self) -> int:
@@ -116,19 +203,11 @@ class Config:
         return max(self.train_length, *self.test_lengths)
 
     def replace(self, **changes: object) -> "Config":
-        """A copy with some fields changed (checked again).
-
-        Shapes:
-            (no tensors)
-        """
+        """A copy with some fields changed (checked again)."""
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, object]:
-        """The settings as a JSON-ready dict (tuples become lists).
-
-        Shapes:
-            (no tensors)
-        """
+        """The settings as a JSON-ready dict (tuples become lists)."""
         return {
             k: list(v) if isinstance(v, tuple) else v
             for k, v in dataclasses.asdict(self).items()
@@ -140,9 +219,6 @@ def derive_seed(*parts: object) -> int:
 
     Python's ``hash`` of a string changes from one process to the next; this
     does not, so a run's seed is the same on every machine and every call.
-
-    Shapes:
-        (no tensors)
     """
     text = "|".join(str(part) for part in parts)
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
@@ -153,9 +229,6 @@ def data_seed(config: Config, length: int, split: str) -> int:
 
     Every scheme of one sweep cell trains and is tested on the same sequences.
     The test sets do not depend on ``train_size`` either.
-
-    Shapes:
-        (no tensors)
     """
     size = config.train_size if split == "train" else "-"
     return derive_seed("data", config.seed, config.task, size, length, split)
@@ -165,9 +238,6 @@ def model_seed(config: Config) -> int:
     """The seed of a model's initial weights and batch order.
 
     Derived from ``(seed, task, scheme, train_size)`` and nothing else.
-
-    Shapes:
-        (no tensors)
     """
     return derive_seed(
         "model", config.seed, config.task, config.scheme, config.train_size
