@@ -47,3 +47,50 @@ def check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {choices}, got {value!r}")
     return value
+
+
+def check_bool(name: str, value: object) -> bool:
+    """Check that ``value`` is a ``bool`` (not a string, not a number)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+    return value
+
+
+def check_float_tensor(
+    name: str, value: object, shape: str, *, dim: int | None = None
+) -> torch.Tensor:
+    """Check that ``value`` is a floating-point tensor (of ``dim`` dimensions)."""
+    if not isinstance(value, torch.Tensor) or not value.is_floating_point():
+        got = getattr(value, "dtype", type(value).__name__)
+        raise TypeError(f"{name} must be a floating-point tensor of shape {shape}, got {got}")
+    if dim is not None and value.dim() != dim:
+        raise ValueError(f"{name} must have shape {shape}, got {tuple(value.shape)}")
+    return value
+
+
+def check_same_dtype(name: str, value: torch.Tensor, other: str, dtype: torch.dtype) -> None:
+    """A ``TypeError`` naming ``name`` when its dtype is not ``dtype`` (that of ``other``)."""
+    if value.dtype != dtype:
+        raise TypeError(
+            f"{name} must have the dtype of {other} ({dtype}), got {value.dtype}; "
+            f"convert one of them with .to({dtype}) or .to({value.dtype})"
+        )
+
+
+def check_same_device(name: str, value: torch.Tensor, other: str, device: torch.device) -> None:
+    """A ``ValueError`` naming ``name`` when it lies on another device than ``other``."""
+    if value.device != device:
+        raise ValueError(
+            f"{name} must be on the device of {other} ({device}), got {value.device}"
+        )
+
+
+def check_index(name: str, index: object, rows: int, shape: str) -> torch.Tensor:
+    """An integer tensor of row numbers, each in ``[0, rows)`` (reads the values)."""
+    index = check_int_tensor(name, index)
+    if index.numel() and (int(index.min()) < 0 or int(index.max()) >= rows):
+        raise ValueError(
+            f"{name} must hold rows in [0, {rows}) for a table of {rows} rows, got values "
+            f"in [{int(index.min())}, {int(index.max())}] (shape {shape})"
+        )
+    return index

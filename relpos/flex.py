@@ -34,8 +34,9 @@ from typing import Callable
 
 import torch
 
-from .attention import gather_scores
+from .backends.gather import project
 from .positions import index_from_lookup
+from .scores import _gather_scores
 
 _COMPILED_CPU_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _RECOMPILE_LIMIT = 64
@@ -43,6 +44,26 @@ _RECOMPILE_LIMIT = 64
 
 class FlexUnavailableError(RuntimeError):
     """FlexAttention cannot run here; ``backend="gather"`` computes the same result."""
+
+
+def _unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` means "flex cannot run here" rather than a bug.
+
+    torch says so with: an ``ImportError`` (no flex in this torch), a
+    ``NotImplementedError`` (an unsupported device, dtype or layout), its
+    device check's ``ValueError`` ("FlexAttention is only supported on ..."),
+    "requires dynamo support", and a failure of the compiler backend (inductor
+    missing or unable to build a kernel: ``BackendCompilerFailed``,
+    ``InductorError``). Everything else is re-raised unchanged.
+    """
+    if isinstance(exc, (ImportError, NotImplementedError)):
+        return True
+    if isinstance(exc, ValueError):
+        return str(exc).startswith("FlexAttention is only supported on")
+    if isinstance(exc, RuntimeError) and "requires dynamo support" in str(exc):
+        return True
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return bool(names & {"BackendCompilerFailed", "InductorError", "CppCompileError"})
 
 
 @functools.cache
@@ -59,6 +80,17 @@ def _flex_attention(compiled: bool) -> Callable:
 
 @functools.lru_cache(maxsize=8)
 def full_block_mask(seq_len: int, device: str, block_size: int = 128):
+    """A BlockMask that marks every (query block, key block) tile as full (cached).
+
+    See ``_full_block_mask``.
+
+    Shapes:
+        (one tile index per (query block, key block): ``(1, 1, nb, nb)``)
+    """
+    return _full_block_mask(seq_len, device, block_size)
+
+
+def _full_block_mask(seq_len: int, device: str, block_size: int):
     """A BlockMask that marks every (query block, key block) tile as full.
 
     Full tiles tell the kernel that no mask applies inside them. Without a block
@@ -75,7 +107,8 @@ def full_block_mask(seq_len: int, device: str, block_size: int = 128):
     partial_count = torch.zeros(1, 1, blocks, dtype=torch.int32, device=device)
     partial_index = torch.zeros(1, 1, blocks, blocks, dtype=torch.int32, device=device)
     full_count = torch.full((1, 1, blocks), blocks, dtype=torch.int32, device=device)
-    full_index = torch.arange(blocks, dtype=torch.int32, device=device).expand(1, 1, blocks, blocks).contiguous()
+    full_index = torch.arange(blocks, dtype=torch.int32, device=device)
+    full_index = full_index.expand(1, 1, blocks, blocks).contiguous()
     return BlockMask.from_kv_blocks(
         partial_count,
         partial_index,
@@ -116,23 +149,41 @@ def make_score_mod(
 
 def _run_flex(query, key, value, c2p_table, p2c_table, lookup, key_mask, scale):
     compiled = query.device.type != "cpu" or query.dtype in _COMPILED_CPU_DTYPES
-    flex = _flex_attention(compiled)
     score_mod = make_score_mod(c2p_table, p2c_table, lookup, key_mask)
+    if torch.compiler.is_compiling():
+        # Inside torch.compile the caller's graph compiles the kernel itself.
+        from torch.nn.attention.flex_attention import flex_attention
+
+        block_mask = _full_block_mask(query.shape[-2], str(query.device), 128)
+        return flex_attention(
+            query, key, value, score_mod=score_mod, block_mask=block_mask, scale=scale
+        )
     try:
+        flex = _flex_attention(compiled)
         # Each shape, dtype and choice of terms compiles its own kernel: allow more
         # of them than dynamo's default before it would silently fall back to eager.
-        with torch._dynamo.config.patch(recompile_limit=_RECOMPILE_LIMIT), warnings.catch_warnings():
-            # The uncompiled path (float64 on the CPU) is deliberate: silence torch's advice.
-            warnings.filterwarnings("ignore", message=".*flex_attention called without torch.compile")
-            block_mask = full_block_mask(query.shape[-2], str(query.device)) if compiled else None
-            return flex(query, key, value, score_mod=score_mod, block_mask=block_mask, scale=scale)
+        with torch._dynamo.config.patch(recompile_limit=_RECOMPILE_LIMIT), \
+                warnings.catch_warnings():
+            # The uncompiled path (float64 on the CPU) is deliberate: silence torch's
+            # advice.
+            warnings.filterwarnings(
+                "ignore", message=".*flex_attention called without torch.compile"
+            )
+            block_mask = (
+                full_block_mask(query.shape[-2], str(query.device)) if compiled else None
+            )
+            return flex(
+                query, key, value, score_mod=score_mod, block_mask=block_mask, scale=scale
+            )
     except FlexUnavailableError:
         raise
     except Exception as exc:
+        if not _unavailable(exc):
+            raise
+        first = " ".join(line.strip() for line in str(exc).splitlines()[:2])
         raise FlexUnavailableError(
             f"backend='flex' could not run on {query.device.type} with {query.dtype} "
-            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
-            "use backend='gather' instead"
+            f"({type(exc).__name__}: {first}); use backend='gather' instead"
         ) from exc
 
 
@@ -172,11 +223,15 @@ class _FlexWithRecomputedBackward(torch.autograd.Function):
     def backward(ctx, grad_out):
         query, key, value, pos_key, pos_query, lookup, key_mask = ctx.saved_tensors
         index = index_from_lookup(lookup)  # (i, j)
-        inputs = [t.detach().requires_grad_(need) if t is not None else None
-                  for t, need in zip((query, key, value, pos_key, pos_query), ctx.needs_input_grad)]
+        inputs = [
+            t.detach().requires_grad_(need) if t is not None else None
+            for t, need in zip((query, key, value, pos_key, pos_query), ctx.needs_input_grad)
+        ]
         with torch.enable_grad():
             query_in, key_in, value_in, pos_key_in, pos_query_in = inputs
-            scores = gather_scores(query_in, key_in, pos_key_in, pos_query_in, index, key_mask, ctx.scale)
+            scores = _gather_scores(
+                query_in, key_in, pos_key_in, pos_query_in, index, key_mask, ctx.scale
+            )
             out = scores.probs @ value_in  # (b, h, i, d)
             wanted = [t for t in inputs if t is not None and t.requires_grad]
             grads = iter(torch.autograd.grad(out, wanted, grad_out) if wanted else ())
@@ -204,11 +259,16 @@ def flex_disentangled_attention(
         lookup: ``(2n - 1,)``; key_mask: ``(b, j)`` bool
         output: ``(b, h, n, d)``
     """
-    n = query.shape[-2]
-    if n == 0:
-        return query.new_zeros(query.shape[:-1] + value.shape[-1:])
+    if query.numel() == 0 or key.numel() == 0:
+        # Nothing to attend (b = 0 or n = 0): the gather formulation gives the empty
+        # output with every input in the graph, so gradients are zeros of their shapes.
+        index = index_from_lookup(lookup)  # (i, j)
+        probs = _gather_scores(query, key, pos_key, pos_query, index, key_mask, scale)
+        return probs.probs @ value  # (b, h, i, d)
     tensors = (query, key, value, pos_key, pos_query)
-    needs_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+    needs_grad = torch.is_grad_enabled() and any(
+        t is not None and t.requires_grad for t in tensors
+    )
     if needs_grad and query.device.type == "cpu":
         return _FlexWithRecomputedBackward.apply(*tensors, lookup, key_mask, scale)
     query, key, value = heads_contiguous(query, key, value)  # (b, h, n, d) each
@@ -216,8 +276,42 @@ def flex_disentangled_attention(
     return _run_flex(query, key, value, c2p_table, p2c_table, lookup, key_mask, scale)
 
 
+def attend(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    terms,
+    key_mask: torch.Tensor | None,
+    scale: float,
+    dropout_p: float,
+) -> torch.Tensor:
+    """The ``flex`` entry of ``relpos.backends``: project the table, then the kernel.
+
+    Attention dropout is refused (``ValueError``): the kernel has none.
+
+    Shapes:
+        query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``; key_mask: ``(b, j)``
+        output: ``(b, h, i, d)``
+    """
+    if dropout_p > 0:
+        raise ValueError(
+            "backend='flex' has no attention dropout; set dropout=0.0 or call .eval(), "
+            "or use backend='gather'"
+        )
+    pos_key, pos_query = project(terms)  # (h, r, d) each
+    if terms is None:
+        n = query.shape[-2]
+        lookup = torch.zeros(max(2 * n - 1, 0), dtype=torch.long, device=query.device)
+    else:
+        lookup = terms.lookup
+    return flex_disentangled_attention(
+        query, key, value, pos_key, pos_query, lookup, key_mask, scale
+    )
+
+
 __all__ = [
     "FlexUnavailableError",
+    "attend",
     "flex_disentangled_attention",
     "full_block_mask",
     "heads_contiguous",

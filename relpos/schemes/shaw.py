@@ -26,8 +26,8 @@ import torch
 from torch import nn
 
 from .._checks import check_int, check_int_tensor
-from ..attention import content_to_position
-from .attention import SchemeSelfAttention, relative_distances
+from ..scores import _content_to_position
+from .attention import SchemeSelfAttention, _relative_distances
 
 
 def shaw_index(rel: torch.Tensor, max_relative_positions: int) -> torch.Tensor:
@@ -111,7 +111,7 @@ class ShawSelfAttention(SchemeSelfAttention):
             query_positions: ``(i,)``; key_positions: ``(j,)``
             output: ``(i, j)``
         """
-        rel = relative_distances(query_positions, key_positions)  # (i, j)
+        rel = _relative_distances(query_positions, key_positions)  # (i, j)
         return shaw_index(rel, self.max_relative_positions)
 
     def position_logits(
@@ -129,7 +129,7 @@ class ShawSelfAttention(SchemeSelfAttention):
         """
         index = self.table_index(query_positions, key_positions)  # (i, j)
         rows = self.key_table.expand(self.num_heads, *self.key_table.shape)  # (h, r, d)
-        return content_to_position(query, rows, index) * self.scale  # (b, h, i, j)
+        return _content_to_position(query, rows, index) * self.scale  # (b, h, i, j)
 
     def position_values(
         self,

@@ -34,8 +34,8 @@ import torch
 from torch import nn
 
 from .._checks import check_int, check_int_tensor
-from ..attention import content_to_position
-from .attention import SchemeSelfAttention, relative_distances
+from ..scores import _content_to_position
+from .attention import SchemeSelfAttention, _relative_distances
 
 
 def sinusoidal_encoding(
@@ -82,7 +82,7 @@ def transformer_xl_terms(
     """
     global_content = torch.einsum("hd,bhjd->bhj", content_bias, key)  # (b, h, j)
     shifted_query = query + position_bias[:, None, :]  # (b, h, i, d)
-    position = content_to_position(shifted_query, pos_key, index)  # (b, h, i, j)
+    position = _content_to_position(shifted_query, pos_key, index)  # (b, h, i, j)
     return global_content[:, :, None, :] + position  # (b, h, i, j)
 
 
@@ -127,7 +127,7 @@ class TransformerXLSelfAttention(SchemeSelfAttention):
             query: ``(b, h, i, d)``; key: ``(b, h, j, d)``
             output: ``(b, h, i, j)``
         """
-        rel = relative_distances(query_positions, key_positions)  # (i, j)
+        rel = _relative_distances(query_positions, key_positions)  # (i, j)
         lowest, highest = int(rel.min()), int(rel.max())
         distances = torch.arange(lowest, highest + 1, device=rel.device)  # (r,)
         encoding = sinusoidal_encoding(distances, self.hidden_size, dtype=query.dtype)
