@@ -209,7 +209,8 @@ def _attention_config(
     dropout = check_rate("dropout", dropout)
     if attention_dropout is not None:
         attention_dropout = check_rate("attention_dropout", attention_dropout)
-    given = {name: value for name, value in settings.items() if value is not None}
+    sizes = ("hidden_size", "num_heads")  # None: left out (taken from config)
+    given = {k: v for k, v in settings.items() if k not in sizes or v is not None}
     if config is None:
         rate = dropout if attention_dropout is None else attention_dropout
         return AttentionConfig(**given, dropout=rate)

@@ -8,7 +8,7 @@ import torch
 from torch._dynamo.exc import BackendCompilerFailed
 
 import relpos
-import relpos.flex
+import relpos.backends.flex
 from relpos.flex import FlexUnavailableError
 
 
@@ -40,7 +40,7 @@ def _inductor_failure() -> BackendCompilerFailed:
     ],
 )
 def test_an_unavailable_kernel_names_gather(monkeypatch, exc, words):
-    monkeypatch.setattr(relpos.flex, "_flex_attention", _kernel_raising(exc))
+    monkeypatch.setattr(relpos.backends.flex, "_flex_attention", _kernel_raising(exc))
     with torch.no_grad(), pytest.raises(FlexUnavailableError, match="backend='gather'") as info:
         _module()(torch.randn(1, 6, 16), torch.randn(8, 16))
     assert "could not run" in str(info.value) and words in str(info.value)
@@ -56,7 +56,7 @@ def test_an_unavailable_kernel_names_gather(monkeypatch, exc, words):
     ],
 )
 def test_a_real_error_is_not_relabelled(monkeypatch, exc):
-    monkeypatch.setattr(relpos.flex, "_flex_attention", _kernel_raising(exc))
+    monkeypatch.setattr(relpos.backends.flex, "_flex_attention", _kernel_raising(exc))
     with torch.no_grad(), pytest.raises(type(exc)) as info:
         _module()(torch.randn(1, 6, 16), torch.randn(8, 16))
     assert info.value is exc
@@ -67,7 +67,7 @@ def test_a_torch_without_flex_names_gather(monkeypatch):
     def missing(compiled):
         raise FlexUnavailableError("backend='flex' needs torch.nn.attention.flex_attention; use backend='gather'")
 
-    monkeypatch.setattr(relpos.flex, "_flex_attention", missing)
+    monkeypatch.setattr(relpos.backends.flex, "_flex_attention", missing)
     with torch.no_grad(), pytest.raises(FlexUnavailableError, match="backend='gather'"):
         _module()(torch.randn(1, 6, 16), torch.randn(8, 16))
 

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from ..positions import index_from_lookup
 from ..scores import AttentionScores, _content_to_position, _gather_scores
 from ..scores import _position_to_content
-from . import PositionTerms
+from .registry import PositionTerms
 
 
 def project(terms: PositionTerms | None):

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 from ..positions import index_from_lookup
 from ..scores import AttentionScores, _combine
-from . import PositionTerms
+from .registry import PositionTerms
 
 
 def _pairs(project, table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
