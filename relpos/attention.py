@@ -1,4 +1,4 @@
-"""Disentangled self-attention: content-to-content, content-to-position, position-to-content.
+"""Disentangled self-attention: content-to-content, -to-position, position-to-content.
 
 For query ``i`` and key ``j`` in one head, with ``row = delta(i, j)``:
 
@@ -156,8 +156,10 @@ class DisentangledSelfAttention(SelfAttention):
             pos_query = self._project_query(rel_embeddings)  # (h, r, d)
         return pos_key, pos_query
 
-    def distance_lookup(self, seq_len: int, device: torch.device | None = None) -> torch.Tensor:
-        """The table row of each distance ``i - j``, at ``i - j + seq_len - 1`` (O(n) work).
+    def distance_lookup(
+        self, seq_len: int, device: torch.device | None = None
+    ) -> torch.Tensor:
+        """The table row of each distance ``i - j``, at ``i - j + seq_len - 1`` (O(n)).
 
         Shapes:
             output: ``(2 * seq_len - 1,)``
@@ -169,7 +171,9 @@ class DisentangledSelfAttention(SelfAttention):
             device=device,
         )
 
-    def position_index(self, seq_len: int, device: torch.device | None = None) -> torch.Tensor:
+    def position_index(
+        self, seq_len: int, device: torch.device | None = None
+    ) -> torch.Tensor:
         """The table row of every (query, key) pair for this module's span and buckets.
 
         Equal to ``relative_position_index(seq_len, ...)``, built from the O(n)
@@ -214,7 +218,7 @@ class DisentangledSelfAttention(SelfAttention):
         *,
         rel_embeddings: torch.Tensor,
     ) -> torch.Tensor | None:
-        """``(c2p + p2c) / sqrt(d * s)`` at the rows of ``query_positions - key_positions``.
+        """``(c2p + p2c) / sqrt(d * s)`` at the rows of the positions' distances.
 
         Shapes:
             query: ``(b, h, i, d)``; key: ``(b, h, j, d)``
@@ -246,7 +250,7 @@ class DisentangledSelfAttention(SelfAttention):
         *,
         rel_embeddings: torch.Tensor,
     ) -> AttentionScores:
-        """c2c, c2p, p2c and the probabilities: per pair for ``naive``, by gather otherwise.
+        """c2c, c2p, p2c and the probabilities (the backend's ``scores``, else gather).
 
         Shapes:
             query: ``(b, h, i, d)``; key: ``(b, h, j, d)``; key_mask: ``(b, j)``
@@ -268,7 +272,7 @@ class DisentangledSelfAttention(SelfAttention):
         *,
         return_scores: bool = False,
     ) -> torch.Tensor | tuple[torch.Tensor, AttentionScores]:
-        """Attend over ``hidden_states`` with relative positions from ``rel_embeddings``.
+        """Attend over ``hidden_states`` with relative positions from the table.
 
         Padding (``attention_mask == 0``) is removed from every query's keys; the
         outputs at padded positions are finite but carry no meaning.
@@ -292,17 +296,19 @@ class DisentangledSelfAttention(SelfAttention):
         )
 
     def check_table(self, rel_embeddings: object, like: torch.Tensor) -> torch.Tensor:
-        """A ``(2 * span, hidden)`` floating table with the dtype and device of ``like``.
+        """A ``(2 * span, hidden)`` floating table with ``like``'s dtype and device.
 
         Shapes:
             rel_embeddings: ``(2 * span, hidden)``
         """
         expected = (2 * self.span, self.hidden_size)
-        if not isinstance(rel_embeddings, torch.Tensor) or tuple(rel_embeddings.shape) != expected:
+        table = rel_embeddings
+        if not isinstance(table, torch.Tensor) or tuple(table.shape) != expected:
             got = getattr(rel_embeddings, "shape", rel_embeddings)
             got = tuple(got) if isinstance(got, torch.Size) else got
             raise ValueError(
-                f"rel_embeddings must have shape (2 * span, hidden) = {expected}, got {got}"
+                "rel_embeddings must have shape (2 * span, hidden) = "
+                f"{expected}, got {got}"
             )
         check_float_tensor("rel_embeddings", rel_embeddings, "(2 * span, hidden)")
         name = "hidden_states" if like.dim() == 3 else "the states"
@@ -327,8 +333,9 @@ class DisentangledSelfAttention(SelfAttention):
 
     def extra_repr(self) -> str:
         return (
-            f"hidden_size={self.hidden_size}, num_heads={self.num_heads}, span={self.span}, "
-            f"position_buckets={self.position_buckets}, pos_att_type={self.pos_att_type}, "
+            f"hidden_size={self.hidden_size}, num_heads={self.num_heads}, "
+            f"span={self.span}, position_buckets={self.position_buckets}, "
+            f"pos_att_type={self.pos_att_type}, "
             f"share_att_key={self.share_att_key}, backend={self.backend!r}"
         )
 

@@ -137,7 +137,8 @@ def resolve_config(
         return AttentionConfig(**settings)
     if not isinstance(config, AttentionConfig):
         raise TypeError(
-            f"config must be a relpos.AttentionConfig or None, got {type(config).__name__}"
+            "config must be a relpos.AttentionConfig or None, "
+            f"got {type(config).__name__}"
         )
     for name, value in settings.items():
         default = DEFAULTS.get(name)

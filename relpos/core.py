@@ -69,7 +69,8 @@ def relative_distances(
         query_positions: ``(i,)``; key_positions: ``(j,)`` integer tensors
         output: ``(i, j)``
     """
-    for name, value in (("query_positions", query_positions), ("key_positions", key_positions)):
+    pairs = (("query_positions", query_positions), ("key_positions", key_positions))
+    for name, value in pairs:
         check_int_tensor(name, value)
         if value.dim() != 1:
             raise ValueError(f"{name} must have shape (n,), got {tuple(value.shape)}")
@@ -192,7 +193,7 @@ class SelfAttention(nn.Module):
 
     @property
     def uses_kernel(self) -> bool:
-        """Whether ``forward`` hands the work to ``backend`` (see the module docstring)."""
+        """Whether ``forward`` hands the work to ``backend`` (see the module doc)."""
         cls = type(self)
         return (
             cls.position_logits is SelfAttention.position_logits
@@ -284,7 +285,8 @@ class SelfAttention(nn.Module):
         """
         query, key = self.rotate(query, key, query_positions, key_positions)
         logits = torch.einsum("bhid,bhjd->bhij", query, key) * self.scale
-        extra = self.position_logits(query, key, query_positions, key_positions, **inputs)
+        positions = (query_positions, key_positions)
+        extra = self.position_logits(query, key, *positions, **inputs)
         return logits if extra is None else logits + extra
 
     def scores(
@@ -390,8 +392,9 @@ class SelfAttention(nn.Module):
                 f"got {shape}"
             )
         weight = self.query_proj.weight
-        check_same_dtype("hidden_states", hidden_states, "the module's weights", weight.dtype)
-        check_same_device("hidden_states", hidden_states, "the module's weights", weight.device)
+        weights = "the module's weights"
+        check_same_dtype("hidden_states", hidden_states, weights, weight.dtype)
+        check_same_device("hidden_states", hidden_states, weights, weight.device)
         return normalise_mask(attention_mask, hidden_states)
 
     @staticmethod

@@ -179,7 +179,9 @@ class EncoderLayer(nn.Module):
         )  # (b, n, hidden)
         return self._block(hidden_states, context)
 
-    def _block(self, hidden_states: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
+    def _block(
+        self, hidden_states: torch.Tensor, context: torch.Tensor
+    ) -> torch.Tensor:
         attended = self.attention_norm(
             hidden_states + self.dropout(self.attention_output(context))
         )  # (b, n, hidden)
@@ -257,7 +259,9 @@ class DisentangledEncoderLayer(EncoderLayer):
         config: AttentionConfig | None = None,
         **attention_settings: Any,
     ) -> None:
-        settings = dict(attention_settings, hidden_size=hidden_size, num_heads=num_heads)
+        settings = dict(
+            attention_settings, hidden_size=hidden_size, num_heads=num_heads
+        )
         config = _attention_config(config, settings, dropout, attention_dropout)
         super().__init__(
             DisentangledSelfAttention(config=config),
@@ -353,7 +357,9 @@ class DisentangledEncoder(nn.Module):
         super().__init__()
         self.num_layers = check_int("num_layers", num_layers, minimum=1)
         check_bool("norm_rel_ebd", norm_rel_ebd)
-        settings = dict(attention_settings, hidden_size=hidden_size, num_heads=num_heads)
+        settings = dict(
+            attention_settings, hidden_size=hidden_size, num_heads=num_heads
+        )
         config = _attention_config(config, settings, dropout, attention_dropout)
         self.config = config
         self.layers = nn.ModuleList(

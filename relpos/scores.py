@@ -18,7 +18,12 @@ from typing import NamedTuple
 
 import torch
 
-from ._checks import check_float_tensor, check_index, check_same_dtype
+from ._checks import (
+    check_float_tensor,
+    check_index,
+    check_number_tensor,
+    check_same_dtype,
+)
 
 
 class AttentionScores(NamedTuple):
@@ -65,8 +70,8 @@ def _check_rows(
     length_dim: str,
 ) -> None:
     """Shapes and dtypes of ``content (b, h, n, d)``, ``rows (h, r, d)``, ``index``."""
-    check_float_tensor(content_name, content, "(b, h, n, d)", dim=4)
-    check_float_tensor(rows_name, rows, "(h, r, d)", dim=3)
+    check_number_tensor(content_name, content, "(b, h, n, d)", dim=4)
+    check_number_tensor(rows_name, rows, "(h, r, d)", dim=3)
     check_same_dtype(rows_name, rows, content_name, content.dtype)
     _, h, n, d = content.shape
     if rows.shape[0] != h or rows.shape[2] != d:
@@ -89,7 +94,9 @@ def _check_key_mask(key_mask: object, logits: torch.Tensor) -> None:
     b, j = logits.shape[0], logits.shape[-1]
     if not isinstance(key_mask, torch.Tensor) or key_mask.dtype != torch.bool:
         got = getattr(key_mask, "dtype", type(key_mask).__name__)
-        raise TypeError(f"key_mask must be a bool tensor of shape (b, j) or None, got {got}")
+        raise TypeError(
+            f"key_mask must be a bool tensor of shape (b, j) or None, got {got}"
+        )
     if tuple(key_mask.shape) != (b, j):
         raise ValueError(
             f"key_mask must have shape (b, j) = {(b, j)}, got {tuple(key_mask.shape)}"
@@ -130,8 +137,11 @@ def _combine(c2c, c2p, p2c, key_mask) -> AttentionScores:
 
 def _gather_scores(query, key, pos_key, pos_query, index, key_mask, scale):
     c2c = torch.einsum("bhid,bhjd->bhij", query, key) * scale
-    c2p = None if pos_key is None else _content_to_position(query, pos_key, index) * scale
-    p2c = None if pos_query is None else _position_to_content(key, pos_query, index) * scale
+    c2p = p2c = None
+    if pos_key is not None:
+        c2p = _content_to_position(query, pos_key, index) * scale
+    if pos_query is not None:
+        p2c = _position_to_content(key, pos_query, index) * scale
     return _combine(c2c, c2p, p2c, key_mask)
 
 
@@ -141,7 +151,7 @@ def _gather_scores(query, key, pos_key, pos_query, index, key_mask, scale):
 def content_to_position(
     query: torch.Tensor, pos_key: torch.Tensor, index: torch.Tensor
 ) -> torch.Tensor:
-    """c2p by gather: score every query against all ``2k`` rows once, then pick ``index[i, j]``.
+    """c2p by gather: each query against all ``2k`` rows once, then ``index[i, j]``.
 
     ``out[b, h, i, j] = query[b, h, i] . pos_key[h, index[i, j]]``. Query and
     key lengths may differ.
@@ -157,7 +167,7 @@ def content_to_position(
 def position_to_content(
     key: torch.Tensor, pos_query: torch.Tensor, index: torch.Tensor
 ) -> torch.Tensor:
-    """p2c by gather: score every key against all ``2k`` rows once, then pick ``index[i, j]``.
+    """p2c by gather: each key against all ``2k`` rows once, then pick ``index[i, j]``.
 
     ``out[b, h, i, j] = key[b, h, j] . pos_query[h, index[i, j]]``. Query and
     key lengths may differ.
@@ -171,8 +181,8 @@ def position_to_content(
 
 
 def _check_pairs(content_name, content, pairs_name, pairs, along: int) -> None:
-    check_float_tensor(content_name, content, "(b, h, n, d)", dim=4)
-    check_float_tensor(pairs_name, pairs, "(i, j, h, d)", dim=4)
+    check_number_tensor(content_name, content, "(b, h, n, d)", dim=4)
+    check_number_tensor(pairs_name, pairs, "(i, j, h, d)", dim=4)
     check_same_dtype(pairs_name, pairs, content_name, content.dtype)
     _, h, n, d = content.shape
     if pairs.shape[2:] != (h, d) or pairs.shape[along] != n:
@@ -183,7 +193,9 @@ def _check_pairs(content_name, content, pairs_name, pairs, along: int) -> None:
         )
 
 
-def content_to_position_naive(query: torch.Tensor, pos_key_pairs: torch.Tensor) -> torch.Tensor:
+def content_to_position_naive(
+    query: torch.Tensor, pos_key_pairs: torch.Tensor
+) -> torch.Tensor:
     """c2p from the per-pair table: one dot product per (i, j) pair.
 
     Shapes:
@@ -194,7 +206,9 @@ def content_to_position_naive(query: torch.Tensor, pos_key_pairs: torch.Tensor) 
     return torch.einsum("bhid,ijhd->bhij", query, pos_key_pairs)
 
 
-def position_to_content_naive(key: torch.Tensor, pos_query_pairs: torch.Tensor) -> torch.Tensor:
+def position_to_content_naive(
+    key: torch.Tensor, pos_query_pairs: torch.Tensor
+) -> torch.Tensor:
     """p2c from the per-pair table: one dot product per (i, j) pair.
 
     Shapes:
@@ -225,7 +239,7 @@ def combine_scores(
     p2c: torch.Tensor | None,
     key_mask: torch.Tensor | None,
 ) -> AttentionScores:
-    """Add the (already scaled) terms, give padded keys the dtype's minimum, take the softmax.
+    """Add the (scaled) terms, give padded keys the dtype's minimum, take the softmax.
 
     Shapes:
         c2c, c2p, p2c: ``(b, h, i, j)``; key_mask: ``(b, j)`` bool or None
@@ -255,10 +269,11 @@ def gather_scores(
     key_mask: torch.Tensor | None,
     scale: float,
 ) -> AttentionScores:
-    """Every score term explicitly, the position terms by gather; ``None`` for an unused term.
+    """Every score term explicitly, position terms by gather; ``None`` if unused.
 
     Shapes:
-        query, key: ``(b, h, n, d)``; pos_key, pos_query: ``(h, r, d)``; index: ``(i, j)``
+        query, key: ``(b, h, n, d)``; pos_key, pos_query: ``(h, r, d)``
+        index: ``(i, j)``
         output: ``AttentionScores`` of ``(b, h, i, j)`` tensors
     """
     check_float_tensor("query", query, "(b, h, i, d)", dim=4)

@@ -127,7 +127,7 @@ def make_score_mod(
     lookup: torch.Tensor,
     key_mask: torch.Tensor | None,
 ) -> Callable:
-    """The ``score_mod`` that adds c2p and p2c at row ``lookup[i - j + n - 1]`` and masks keys.
+    """The ``score_mod``: adds c2p and p2c at row ``lookup[i - j + n - 1]``, masks keys.
 
     Shapes:
         c2p_table: ``(b, h, i, r)``; p2c_table: ``(b, h, j, r)``
@@ -170,11 +170,12 @@ def _run_flex(query, key, value, c2p_table, p2c_table, lookup, key_mask, scale):
             warnings.filterwarnings(
                 "ignore", message=".*flex_attention called without torch.compile"
             )
-            block_mask = (
-                full_block_mask(query.shape[-2], str(query.device)) if compiled else None
-            )
+            block_mask = None
+            if compiled:
+                block_mask = full_block_mask(query.shape[-2], str(query.device))
             return flex(
-                query, key, value, score_mod=score_mod, block_mask=block_mask, scale=scale
+                query, key, value,
+                score_mod=score_mod, block_mask=block_mask, scale=scale,
             )
     except FlexUnavailableError:
         raise
@@ -201,24 +202,29 @@ def _tables(query, key, pos_key, pos_query, scale):
     """Score every query and key against all table rows (the only position work)."""
     c2p_table = p2c_table = None
     if pos_key is not None:
-        c2p_table = torch.einsum("bhid,hrd->bhir", query, pos_key * scale)  # (b, h, i, r)
+        c2p_table = torch.einsum("bhid,hrd->bhir", query, pos_key * scale)
+        # c2p_table: (b, h, i, r)
     if pos_query is not None:
-        p2c_table = torch.einsum("bhjd,hrd->bhjr", key, pos_query * scale)  # (b, h, j, r)
+        p2c_table = torch.einsum("bhjd,hrd->bhjr", key, pos_query * scale)
+        # p2c_table: (b, h, j, r)
     return c2p_table, p2c_table
 
 
 class _FlexWithRecomputedBackward(torch.autograd.Function):
-    """Forward by flex; backward by recomputing the gather formulation under autograd."""
+    """Forward by flex; backward by recomputing the gather form under autograd."""
 
     @staticmethod
     def forward(ctx, query, key, value, pos_key, pos_query, lookup, key_mask, scale):
         ctx.save_for_backward(query, key, value, pos_key, pos_query, lookup, key_mask)
         ctx.scale = scale
-        # torch's CPU flex refuses inputs that require grad, even under no_grad: detach them.
+        # torch's CPU flex refuses inputs that require grad, even under no_grad:
+        # detach them.
         detached = (query.detach(), key.detach(), value.detach())
         query, key, value = heads_contiguous(*detached)  # (b, h, n, d) each
         c2p_table, p2c_table = _tables(query, key, pos_key, pos_query, scale)
-        return _run_flex(query, key, value, c2p_table, p2c_table, lookup, key_mask, scale)
+        return _run_flex(
+            query, key, value, c2p_table, p2c_table, lookup, key_mask, scale
+        )
 
     @staticmethod
     def backward(ctx, grad_out):
@@ -226,7 +232,9 @@ class _FlexWithRecomputedBackward(torch.autograd.Function):
         index = index_from_lookup(lookup)  # (i, j)
         inputs = [
             t.detach().requires_grad_(need) if t is not None else None
-            for t, need in zip((query, key, value, pos_key, pos_query), ctx.needs_input_grad)
+            for t, need in zip(
+                (query, key, value, pos_key, pos_query), ctx.needs_input_grad
+            )
         ]
         with torch.enable_grad():
             query_in, key_in, value_in, pos_key_in, pos_query_in = inputs
@@ -236,7 +244,9 @@ class _FlexWithRecomputedBackward(torch.autograd.Function):
             out = scores.probs @ value_in  # (b, h, i, d)
             wanted = [t for t in inputs if t is not None and t.requires_grad]
             grads = iter(torch.autograd.grad(out, wanted, grad_out) if wanted else ())
-        result = [next(grads) if t is not None and t.requires_grad else None for t in inputs]
+        result = [
+            next(grads) if t is not None and t.requires_grad else None for t in inputs
+        ]
         return (*result, None, None, None)
 
 

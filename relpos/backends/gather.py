@@ -31,7 +31,9 @@ def project(terms: PositionTerms | None):
     if terms is None:
         return None, None
     pos_key = None if terms.project_key is None else terms.project_key(terms.table)
-    pos_query = None if terms.project_query is None else terms.project_query(terms.table)
+    pos_query = None
+    if terms.project_query is not None:
+        pos_query = terms.project_query(terms.table)
     return pos_key, pos_query
 
 
@@ -64,7 +66,8 @@ def attend(
     if key_mask is not None:
         if bias is None:
             bias = query.new_zeros(b, 1, 1, j)
-        bias = bias.masked_fill(~key_mask[:, None, None, :], torch.finfo(query.dtype).min)
+        padded = ~key_mask[:, None, None, :]  # (b, 1, 1, j)
+        bias = bias.masked_fill(padded, torch.finfo(query.dtype).min)
     return F.scaled_dot_product_attention(
         query, key, value, attn_mask=bias, dropout_p=dropout_p, scale=scale
     )

@@ -115,4 +115,11 @@ def get_backend(name: str) -> Backend:
     return _REGISTRY[name]
 
 
-__all__ = ["Attend", "BACKENDS", "Backend", "PositionTerms", "get_backend", "register_backend"]
+__all__ = [
+    "Attend",
+    "BACKENDS",
+    "Backend",
+    "PositionTerms",
+    "get_backend",
+    "register_backend",
+]
