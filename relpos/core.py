@@ -32,7 +32,8 @@ dtypes, devices; no tensor values read) and turns the mask into a bool key
 mask once; ``_attend`` does the work without checking again, so an encoder
 that has checked its input calls ``_attend`` directly. The one value read,
 "is anything padded at all?" (to skip the masking work when nothing is), is
-done at the edge in eager mode only, never under ``torch.compile``.
+done at the edge, on the CPU in eager mode only: never on an accelerator
+(where it would wait for the device) nor under ``torch.compile``.
 
 Shape legend:
     b  batch          n  sequence length      h  heads      d  head width
@@ -92,10 +93,10 @@ def normalise_mask(
     """Check ``attention_mask`` and return it as a bool key mask on the input's device.
 
     ``None`` stays ``None``. A mask is a tensor of shape ``(b, n)``, of any real
-    or bool dtype: nonzero for a token, 0 for padding. In eager mode a mask
-    without any padding is returned as ``None`` (it changes nothing, and the
-    kernels skip the masking work); under ``torch.compile`` it is kept, so that
-    no tensor value is read.
+    or bool dtype: nonzero for a token, 0 for padding. On the CPU in eager mode
+    a mask without any padding is returned as ``None`` (it changes nothing, and
+    the kernels skip the masking work); on an accelerator and under
+    ``torch.compile`` it is kept, so that no tensor value is read (no host sync).
 
     Shapes:
         attention_mask: ``(b, n)``; hidden_states: ``(b, n, hidden)``
@@ -117,7 +118,10 @@ def normalise_mask(
     if attention_mask.is_complex():
         raise TypeError("attention_mask must be a bool, integer or float tensor")
     key_mask = attention_mask.to(device=hidden_states.device) != 0  # (b, n)
-    if not torch.compiler.is_compiling() and bool(key_mask.all()):
+    # Reading the mask is free on the CPU; on an accelerator it would wait for the
+    # device, and under torch.compile it would break the graph: keep the mask there.
+    on_cpu = key_mask.device.type == "cpu"
+    if on_cpu and not torch.compiler.is_compiling() and bool(key_mask.all()):
         return None
     return key_mask
 

@@ -133,9 +133,14 @@ def make_score_mod(
         c2p_table: ``(b, h, i, r)``; p2c_table: ``(b, h, j, r)``
         lookup: ``(2n - 1,)``; key_mask: ``(b, j)`` bool
     """
-    offset = (lookup.shape[0] - 1) // 2
+    offset = (lookup.shape[0] - 1) // 2  # n - 1
 
     def score_mod(score, b, h, i, j):
+        # The kernel works in tiles of 128 and may evaluate this at i, j >= n (the
+        # tile's padding, masked afterwards): clamp every index into its tensor, or
+        # those evaluations read memory past the tables (garbage, NaN).
+        i = torch.clamp(i, 0, offset)
+        j = torch.clamp(j, 0, offset)
         row = lookup[i - j + offset]
         if c2p_table is not None:
             score = score + c2p_table[b, h, i, row]

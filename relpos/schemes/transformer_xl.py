@@ -146,6 +146,9 @@ class TransformerXLSelfAttention(SchemeSelfAttention):
     ) -> torch.Tensor:
         """``((b) + (c) + (d)) / sqrt(d)`` over the distances that occur, lowest first.
 
+        The range of distances is read from the positions (``int(rel.min())``, a
+        host sync): the encodings are made for the distances that occur only.
+
         Shapes:
             query: ``(b, h, i, d)``; key: ``(b, h, j, d)``
             output: ``(b, h, i, j)``
