@@ -13,11 +13,12 @@ Shape legend:
     r  table row, 0 <= r < 2k   hidden  model width
 """
 
-from .attention import (
-    BACKENDS,
-    POS_ATT_TYPES,
+from .attention import DisentangledSelfAttention
+from .backends import BACKENDS, PositionTerms, register_backend
+from .config import POS_ATT_TYPES, AttentionConfig
+from .core import SelfAttention
+from .scores import (
     AttentionScores,
-    DisentangledSelfAttention,
     combine_scores,
     content_to_position,
     content_to_position_naive,
@@ -67,6 +68,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'relpos' has no attribute {name!r}")
 
 __all__ = [
+    "AttentionConfig",
     "AttentionScores",
     "BACKENDS",
     "DisentangledEncoder",
@@ -75,7 +77,9 @@ __all__ = [
     "EncoderLayer",
     "INITS",
     "POS_ATT_TYPES",
+    "PositionTerms",
     "RelativePositionEmbedding",
+    "SelfAttention",
     "attention_span",
     "combine_scores",
     "content_to_position",
@@ -90,6 +94,7 @@ __all__ = [
     "position_index",
     "position_to_content",
     "position_to_content_naive",
+    "register_backend",
     "relative_position_index",
     "relative_positions",
     "row_cosine_similarity",

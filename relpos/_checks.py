@@ -23,9 +23,10 @@ def check_int(name: str, value: object, *, minimum: int | None = None) -> int:
 
 
 def check_rate(name: str, value: object) -> float:
-    """Return a probability (a dropout rate) as a ``float`` after checking it is in ``[0, 1)``."""
+    """A probability (a dropout rate) as a ``float``, checked to be in ``[0, 1)``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a float in [0, 1), got {type(value).__name__} {value!r}")
+        got = f"{type(value).__name__} {value!r}"
+        raise TypeError(f"{name} must be a float in [0, 1), got {got}")
     if not 0.0 <= float(value) < 1.0:
         raise ValueError(f"{name} must be a float in [0, 1), got {value!r}")
     return float(value)
@@ -34,10 +35,12 @@ def check_rate(name: str, value: object) -> float:
 def check_int_tensor(name: str, value: torch.Tensor) -> torch.Tensor:
     """Check that ``value`` is a tensor of an integer dtype (not float, not bool)."""
     if not isinstance(value, torch.Tensor):
-        raise TypeError(f"{name} must be an int or an integer tensor, got {type(value).__name__}")
+        got = type(value).__name__
+        raise TypeError(f"{name} must be an int or an integer tensor, got {got}")
     if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
         raise TypeError(
-            f"{name} must be an integer tensor (torch.int64, int32, ...), got dtype {value.dtype}"
+            f"{name} must be an integer tensor (torch.int64, int32, ...), "
+            f"got dtype {value.dtype}"
         )
     return value
 
@@ -47,3 +50,71 @@ def check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {choices}, got {value!r}")
     return value
+
+
+def check_bool(name: str, value: object) -> bool:
+    """Check that ``value`` is a ``bool`` (not a string, not a number)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+    return value
+
+
+def check_float_tensor(
+    name: str, value: object, shape: str, *, dim: int | None = None
+) -> torch.Tensor:
+    """Check that ``value`` is a floating-point tensor (of ``dim`` dimensions)."""
+    if not isinstance(value, torch.Tensor) or not value.is_floating_point():
+        got = getattr(value, "dtype", type(value).__name__)
+        raise TypeError(
+            f"{name} must be a floating-point tensor of shape {shape}, got {got}"
+        )
+    if dim is not None and value.dim() != dim:
+        raise ValueError(f"{name} must have shape {shape}, got {tuple(value.shape)}")
+    return value
+
+
+def check_number_tensor(name: str, value: object, shape: str, *, dim: int) -> torch.Tensor:
+    """A real-valued tensor (integer or floating, not bool) of ``dim`` dimensions."""
+    if (
+        not isinstance(value, torch.Tensor)
+        or value.dtype == torch.bool
+        or value.is_complex()
+    ):
+        got = getattr(value, "dtype", type(value).__name__)
+        raise TypeError(f"{name} must be a real tensor of shape {shape}, got {got}")
+    if value.dim() != dim:
+        raise ValueError(f"{name} must have shape {shape}, got {tuple(value.shape)}")
+    return value
+
+
+def check_same_dtype(
+    name: str, value: torch.Tensor, other: str, dtype: torch.dtype
+) -> None:
+    """A ``TypeError`` naming ``name`` when its dtype is not ``dtype`` (``other``'s)."""
+    if value.dtype != dtype:
+        raise TypeError(
+            f"{name} must have the dtype of {other} ({dtype}), got {value.dtype}; "
+            f"convert one of them with .to({dtype}) or .to({value.dtype})"
+        )
+
+
+def check_same_device(
+    name: str, value: torch.Tensor, other: str, device: torch.device
+) -> None:
+    """A ``ValueError`` naming ``name`` when it is not on ``other``'s device."""
+    if value.device != device:
+        raise ValueError(
+            f"{name} must be on the device of {other} ({device}), got {value.device}"
+        )
+
+
+def check_index(name: str, index: object, rows: int, shape: str) -> torch.Tensor:
+    """An integer tensor of row numbers, each in ``[0, rows)`` (reads the values)."""
+    index = check_int_tensor(name, index)
+    if index.numel() and (int(index.min()) < 0 or int(index.max()) >= rows):
+        raise ValueError(
+            f"{name} must hold rows in [0, {rows}) for a table of {rows} rows, "
+            "got values "
+            f"in [{int(index.min())}, {int(index.max())}] (shape {shape})"
+        )
+    return index

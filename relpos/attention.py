@@ -1,4 +1,4 @@
-"""Disentangled self-attention: content-to-content, content-to-position, position-to-content.
+"""Disentangled self-attention: content-to-content, -to-position, position-to-content.
 
 For query ``i`` and key ``j`` in one head, with ``row = delta(i, j)``:
 
@@ -11,6 +11,12 @@ the number of position terms used. The p2c term reads row ``delta(i, j)``, the
 same row as c2p: that is what the released DeBERTa code computes (the paper
 writes ``delta(j, i)``).
 
+DeBERTa is one scheme on ``relpos.core.SelfAttention``: the base does the
+projections, checks, masking, softmax and dropout; this module adds the table
+terms (``position_terms`` for the kernels of ``relpos.backends``,
+``position_logits`` for the explicit path) and its settings
+(``relpos.AttentionConfig``).
+
 Shape legend:
     b  batch              h  heads              d  head width (hidden // h)
     i  query position     j  key position       r  table row, 0 <= r < 2 * span
@@ -18,135 +24,32 @@ Shape legend:
 
 from __future__ import annotations
 
-import math
-from typing import NamedTuple
+from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_choice, check_int, check_rate
-from .positions import attention_span, distance_lookup, index_from_lookup, relative_position_index
-
-POS_ATT_TYPES = ("c2p", "p2c")
-BACKENDS = ("naive", "gather", "flex")
-
-
-class AttentionScores(NamedTuple):
-    """The terms of the attention logits, each already divided by ``sqrt(d * s)``.
-
-    A term that the module does not use is ``None``. ``c2c + c2p + p2c`` are the
-    logits before masking; ``probs`` is the softmax after masking.
-
-    Shapes:
-        c2c, c2p, p2c, probs: ``(b, h, i, j)``
-    """
-
-    c2c: torch.Tensor
-    c2p: torch.Tensor | None
-    p2c: torch.Tensor | None
-    probs: torch.Tensor
+from . import interop
+from ._checks import check_float_tensor, check_same_device, check_same_dtype
+from .backends import BACKENDS, PositionTerms, get_backend
+from .backends import gather as _gather
+from .config import POS_ATT_TYPES, AttentionConfig, resolve_config
+from .core import SelfAttention, _relative_distances
+from .positions import distance_lookup, index_from_lookup, position_index
+from .scores import (
+    AttentionScores,
+    _content_to_position,
+    _position_to_content,
+    combine_scores,
+    content_to_position,
+    content_to_position_naive,
+    gather_scores,
+    position_to_content,
+    position_to_content_naive,
+)
 
 
-def content_to_position(
-    query: torch.Tensor, pos_key: torch.Tensor, index: torch.Tensor
-) -> torch.Tensor:
-    """c2p by gather: score every query against all ``2k`` rows once, then pick ``index[i, j]``.
-
-    ``out[b, h, i, j] = query[b, h, i] . pos_key[h, index[i, j]]``. Query and
-    key lengths may differ.
-
-    Shapes:
-        query: ``(b, h, i, d)``; pos_key: ``(h, r, d)``; index: ``(i, j)``
-        output: ``(b, h, i, j)``
-    """
-    b, h, i, _ = query.shape
-    all_rows = torch.einsum("bhid,hrd->bhir", query, pos_key)  # (b, h, i, r)
-    return all_rows.gather(-1, index.expand(b, h, i, index.shape[-1]))  # (b, h, i, j)
-
-
-def position_to_content(
-    key: torch.Tensor, pos_query: torch.Tensor, index: torch.Tensor
-) -> torch.Tensor:
-    """p2c by gather: score every key against all ``2k`` rows once, then pick ``index[i, j]``.
-
-    ``out[b, h, i, j] = key[b, h, j] . pos_query[h, index[i, j]]``. Query and
-    key lengths may differ.
-
-    Shapes:
-        key: ``(b, h, j, d)``; pos_query: ``(h, r, d)``; index: ``(i, j)``
-        output: ``(b, h, i, j)``
-    """
-    b, h, j, _ = key.shape
-    # Rows first, keys last, so that picking row index[i, j] for key j is a gather
-    # along dim -2 that writes (b, h, i, j) in order (no transposed copy or add).
-    all_rows = torch.einsum("hrd,bhjd->bhrj", pos_query, key)  # (b, h, r, j)
-    return all_rows.gather(-2, index.expand(b, h, *index.shape))  # (b, h, i, j)
-
-
-def content_to_position_naive(query: torch.Tensor, pos_key_pairs: torch.Tensor) -> torch.Tensor:
-    """c2p from the per-pair table: one dot product per (i, j) pair.
-
-    Shapes:
-        query: ``(b, h, i, d)``; pos_key_pairs: ``(i, j, h, d)``
-        output: ``(b, h, i, j)``
-    """
-    return torch.einsum("bhid,ijhd->bhij", query, pos_key_pairs)
-
-
-def position_to_content_naive(key: torch.Tensor, pos_query_pairs: torch.Tensor) -> torch.Tensor:
-    """p2c from the per-pair table: one dot product per (i, j) pair.
-
-    Shapes:
-        key: ``(b, h, j, d)``; pos_query_pairs: ``(i, j, h, d)``
-        output: ``(b, h, i, j)``
-    """
-    return torch.einsum("bhjd,ijhd->bhij", key, pos_query_pairs)
-
-
-def combine_scores(
-    c2c: torch.Tensor,
-    c2p: torch.Tensor | None,
-    p2c: torch.Tensor | None,
-    key_mask: torch.Tensor | None,
-) -> AttentionScores:
-    """Add the (already scaled) terms, give padded keys the dtype's minimum, take the softmax.
-
-    Shapes:
-        c2c, c2p, p2c: ``(b, h, i, j)``; key_mask: ``(b, j)`` bool or None
-        output: ``AttentionScores`` of ``(b, h, i, j)`` tensors
-    """
-    logits = c2c
-    for term in (c2p, p2c):
-        if term is not None:
-            logits = logits + term
-    if key_mask is not None:
-        logits = logits.masked_fill(~key_mask[:, None, None, :], torch.finfo(logits.dtype).min)
-    return AttentionScores(c2c, c2p, p2c, logits.softmax(-1))
-
-
-def gather_scores(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    pos_key: torch.Tensor | None,
-    pos_query: torch.Tensor | None,
-    index: torch.Tensor,
-    key_mask: torch.Tensor | None,
-    scale: float,
-) -> AttentionScores:
-    """Every score term explicitly, the position terms by gather; ``None`` for an unused term.
-
-    Shapes:
-        query, key: ``(b, h, n, d)``; pos_key, pos_query: ``(h, r, d)``; index: ``(i, j)``
-        output: ``AttentionScores`` of ``(b, h, i, j)`` tensors
-    """
-    c2c = torch.einsum("bhid,bhjd->bhij", query, key) * scale
-    c2p = None if pos_key is None else content_to_position(query, pos_key, index) * scale
-    p2c = None if pos_query is None else position_to_content(key, pos_query, index) * scale
-    return combine_scores(c2c, c2p, p2c, key_mask)
-
-
-class DisentangledSelfAttention(nn.Module):
+class DisentangledSelfAttention(SelfAttention):
     """DeBERTa's disentangled self-attention over a shared relative-position table.
 
     Args:
@@ -161,7 +64,13 @@ class DisentangledSelfAttention(nn.Module):
         dropout: dropout on the attention probabilities (training only).
         backend: ``"naive"`` (build the ``(n, n, hidden)`` per-pair table),
             ``"gather"`` (score against the ``2k`` rows, then gather) or
-            ``"flex"`` (FlexAttention kernel; nothing ``n x n`` is stored).
+            ``"flex"`` (FlexAttention kernel; nothing ``n x n`` is stored), or
+            any name registered with ``relpos.register_backend``.
+        config: all of the above as one ``relpos.AttentionConfig`` instead; an
+            argument that differs from the config is a ``ValueError``.
+
+    Attributes:
+        config: the ``AttentionConfig`` (frozen) the module was built from.
 
     Shapes:
         hidden_states: ``(b, n, hidden)``
@@ -170,59 +79,49 @@ class DisentangledSelfAttention(nn.Module):
         output: ``(b, n, hidden)``, the context before any output projection
     """
 
+    min_length = 0
+
     def __init__(
         self,
-        hidden_size: int,
-        num_heads: int,
+        hidden_size: int | None = None,
+        num_heads: int | None = None,
         max_relative_positions: int = 512,
         position_buckets: int = -1,
-        pos_att_type: tuple[str, ...] | list[str] = ("c2p", "p2c"),
+        pos_att_type: tuple[str, ...] | list[str] = POS_ATT_TYPES,
         share_att_key: bool = True,
         dropout: float = 0.0,
         backend: str = "gather",
+        *,
+        config: AttentionConfig | None = None,
     ) -> None:
-        super().__init__()
-        self.hidden_size = check_int("hidden_size", hidden_size, minimum=1)
-        self.num_heads = check_int("num_heads", num_heads, minimum=1)
-        if hidden_size % num_heads:
-            raise ValueError(
-                f"hidden_size must be divisible by num_heads, got hidden_size={hidden_size} "
-                f"and num_heads={num_heads}"
-            )
-        self.head_size = hidden_size // num_heads
-        self.max_relative_positions = check_int(
-            "max_relative_positions", max_relative_positions, minimum=1
+        config = resolve_config(
+            config,
+            dict(
+                hidden_size=hidden_size,
+                num_heads=num_heads,
+                max_relative_positions=max_relative_positions,
+                position_buckets=position_buckets,
+                pos_att_type=pos_att_type,
+                share_att_key=share_att_key,
+                dropout=dropout,
+                backend=backend,
+            ),
         )
-        self.position_buckets = check_int("position_buckets", position_buckets)
-        if self.position_buckets > 0:
-            # Validate the bucket arguments once, here, rather than on every forward.
-            relative_position_index(
-                1,
-                max_relative_positions=self.max_relative_positions,
-                position_buckets=self.position_buckets,
-            )
-        self.span = attention_span(self.max_relative_positions, self.position_buckets)
-        if isinstance(pos_att_type, str) or not isinstance(pos_att_type, (tuple, list)):
-            raise TypeError(
-                f"pos_att_type must be a tuple or list drawn from {POS_ATT_TYPES}, "
-                f"got {pos_att_type!r}"
-            )
-        for term in pos_att_type:
-            check_choice("pos_att_type entries", term, POS_ATT_TYPES)
-        self.pos_att_type = tuple(t for t in POS_ATT_TYPES if t in pos_att_type)
-        self.share_att_key = bool(share_att_key)
-        self.dropout_p = check_rate("dropout", dropout)
-        self.backend = check_choice("backend", backend, BACKENDS)
-
-        self.query_proj = nn.Linear(hidden_size, hidden_size)
-        self.key_proj = nn.Linear(hidden_size, hidden_size)
-        self.value_proj = nn.Linear(hidden_size, hidden_size)
+        super().__init__(
+            config.hidden_size, config.num_heads, config.dropout, backend=config.backend
+        )
+        self.config = config
+        self.max_relative_positions = config.max_relative_positions
+        self.position_buckets = config.position_buckets
+        self.span = config.span
+        self.pos_att_type = config.pos_att_type
+        self.share_att_key = config.share_att_key
         if not self.share_att_key:
             if "c2p" in self.pos_att_type:
-                self.pos_key_proj = nn.Linear(hidden_size, hidden_size)
+                self.pos_key_proj = nn.Linear(self.hidden_size, self.hidden_size)
             if "p2c" in self.pos_att_type:
-                self.pos_query_proj = nn.Linear(hidden_size, hidden_size)
-        self.dropout = nn.Dropout(self.dropout_p)
+                self.pos_query_proj = nn.Linear(self.hidden_size, self.hidden_size)
+            self.dropout = self._modules.pop("dropout")  # listed last, as before
 
     # -- the pieces ------------------------------------------------------------
 
@@ -231,20 +130,13 @@ class DisentangledSelfAttention(nn.Module):
         """``s``: 1 for c2c plus 1 for each position term."""
         return 1 + len(self.pos_att_type)
 
-    @property
-    def scale(self) -> float:
-        """``1 / sqrt(d * s)``, the factor every score term is multiplied by."""
-        return 1.0 / math.sqrt(self.head_size * self.scale_factor)
+    def _project_key(self, rows: torch.Tensor) -> torch.Tensor:
+        proj = self.key_proj if self.share_att_key else self.pos_key_proj
+        return self.split_heads(proj(rows))  # (h, m, d)
 
-    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """Split the last dimension into heads.
-
-        Shapes:
-            x: ``(*, n, hidden)``
-            output: ``(*, h, n, d)``
-        """
-        x = x.unflatten(-1, (self.num_heads, self.head_size))  # (*, n, h, d)
-        return x.transpose(-3, -2)  # (*, h, n, d)
+    def _project_query(self, rows: torch.Tensor) -> torch.Tensor:
+        proj = self.query_proj if self.share_att_key else self.pos_query_proj
+        return self.split_heads(proj(rows))  # (h, m, d)
 
     def project_table(
         self, rel_embeddings: torch.Tensor
@@ -259,15 +151,15 @@ class DisentangledSelfAttention(nn.Module):
         """
         pos_key = pos_query = None
         if "c2p" in self.pos_att_type:
-            proj = self.key_proj if self.share_att_key else self.pos_key_proj
-            pos_key = self.split_heads(proj(rel_embeddings))  # (h, r, d)
+            pos_key = self._project_key(rel_embeddings)  # (h, r, d)
         if "p2c" in self.pos_att_type:
-            proj = self.query_proj if self.share_att_key else self.pos_query_proj
-            pos_query = self.split_heads(proj(rel_embeddings))  # (h, r, d)
+            pos_query = self._project_query(rel_embeddings)  # (h, r, d)
         return pos_key, pos_query
 
-    def distance_lookup(self, seq_len: int, device: torch.device | None = None) -> torch.Tensor:
-        """The table row of each distance ``i - j``, at ``i - j + seq_len - 1`` (O(n) work).
+    def distance_lookup(
+        self, seq_len: int, device: torch.device | None = None
+    ) -> torch.Tensor:
+        """The table row of each distance ``i - j``, at ``i - j + seq_len - 1`` (O(n)).
 
         Shapes:
             output: ``(2 * seq_len - 1,)``
@@ -279,7 +171,9 @@ class DisentangledSelfAttention(nn.Module):
             device=device,
         )
 
-    def position_index(self, seq_len: int, device: torch.device | None = None) -> torch.Tensor:
+    def position_index(
+        self, seq_len: int, device: torch.device | None = None
+    ) -> torch.Tensor:
         """The table row of every (query, key) pair for this module's span and buckets.
 
         Equal to ``relative_position_index(seq_len, ...)``, built from the O(n)
@@ -290,9 +184,87 @@ class DisentangledSelfAttention(nn.Module):
         """
         return index_from_lookup(self.distance_lookup(seq_len, device=device))
 
+    # -- the scheme's terms ----------------------------------------------------
+
+    def position_terms(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        query_positions: torch.Tensor,
+        key_positions: torch.Tensor,
+        *,
+        rel_embeddings: torch.Tensor,
+    ) -> PositionTerms:
+        """The table, its c2p/p2c projections and the row of each distance.
+
+        Shapes:
+            query: ``(b, h, i, d)``; key: ``(b, h, j, d)``
+            rel_embeddings: ``(2 * span, hidden)``
+        """
+        lookup = self.distance_lookup(query.shape[-2], device=query.device)  # (2n - 1,)
+        return PositionTerms(
+            rel_embeddings,
+            lookup,
+            self._project_key if "c2p" in self.pos_att_type else None,
+            self._project_query if "p2c" in self.pos_att_type else None,
+        )
+
+    def position_logits(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        query_positions: torch.Tensor,
+        key_positions: torch.Tensor,
+        *,
+        rel_embeddings: torch.Tensor,
+    ) -> torch.Tensor | None:
+        """``(c2p + p2c) / sqrt(d * s)`` at the rows of the positions' distances.
+
+        Shapes:
+            query: ``(b, h, i, d)``; key: ``(b, h, j, d)``
+            query_positions: ``(i,)``; key_positions: ``(j,)``
+            output: ``(b, h, i, j)``, or None without position terms
+        """
+        rel = _relative_distances(query_positions, key_positions)  # (i, j)
+        index = position_index(
+            rel,
+            max_relative_positions=self.max_relative_positions,
+            position_buckets=self.position_buckets,
+        )  # (i, j)
+        pos_key, pos_query = self.project_table(rel_embeddings)  # (h, r, d) each
+        total = None
+        if pos_key is not None:
+            total = _content_to_position(query, pos_key, index)  # (b, h, i, j)
+        if pos_query is not None:
+            p2c = _position_to_content(key, pos_query, index)  # (b, h, i, j)
+            total = p2c if total is None else total + p2c
+        return None if total is None else total * self.scale
+
+    def scores(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        key_mask: torch.Tensor | None,
+        query_positions: torch.Tensor,
+        key_positions: torch.Tensor,
+        *,
+        rel_embeddings: torch.Tensor,
+    ) -> AttentionScores:
+        """c2c, c2p, p2c and the probabilities (the backend's ``scores``, else gather).
+
+        Shapes:
+            query: ``(b, h, i, d)``; key: ``(b, h, j, d)``; key_mask: ``(b, j)``
+            output: ``AttentionScores`` of ``(b, h, i, j)`` tensors
+        """
+        terms = self.position_terms(
+            query, key, query_positions, key_positions, rel_embeddings=rel_embeddings
+        )
+        scores = get_backend(self.backend).scores or _gather.scores
+        return scores(query, key, terms, key_mask, self.scale)
+
     # -- forward ---------------------------------------------------------------
 
-    def forward(
+    def forward(  # type: ignore[override]
         self,
         hidden_states: torch.Tensor,
         rel_embeddings: torch.Tensor,
@@ -300,7 +272,7 @@ class DisentangledSelfAttention(nn.Module):
         *,
         return_scores: bool = False,
     ) -> torch.Tensor | tuple[torch.Tensor, AttentionScores]:
-        """Attend over ``hidden_states`` with relative positions from ``rel_embeddings``.
+        """Attend over ``hidden_states`` with relative positions from the table.
 
         Padding (``attention_mask == 0``) is removed from every query's keys; the
         outputs at padded positions are finite but carry no meaning.
@@ -308,7 +280,8 @@ class DisentangledSelfAttention(nn.Module):
         Returns:
             The context ``(b, n, hidden)``; with ``return_scores=True`` also an
             ``AttentionScores`` with the scaled c2c, c2p, p2c terms and the
-            probabilities (computed the gather way whatever the backend).
+            probabilities (computed the gather way whatever the backend, per
+            pair for ``naive``).
 
         Shapes:
             hidden_states: ``(b, n, hidden)``
@@ -316,150 +289,57 @@ class DisentangledSelfAttention(nn.Module):
             attention_mask: ``(b, n)``
             output: ``(b, n, hidden)``
         """
-        key_mask = self._check_inputs(hidden_states, rel_embeddings, attention_mask)
-        b, n, _ = hidden_states.shape
-        query = self.split_heads(self.query_proj(hidden_states))  # (b, h, i, d)
-        key = self.split_heads(self.key_proj(hidden_states))  # (b, h, j, d)
-        value = self.split_heads(self.value_proj(hidden_states))  # (b, h, j, d)
-        pos_key, pos_query = self.project_table(rel_embeddings)  # (h, r, d) each
-
-        if return_scores or self.backend == "naive":
-            scores = self._scores(query, key, pos_key, pos_query, rel_embeddings, key_mask)
-            probs = self.dropout(scores.probs)
-            context = probs @ value  # (b, h, i, d)
-        elif self.backend == "gather":
-            context = self._gather_attention(query, key, value, pos_key, pos_query, key_mask)
-        else:
-            from .flex import flex_disentangled_attention
-
-            if self.training and self.dropout_p > 0:
-                raise ValueError(
-                    "backend='flex' has no attention dropout; set dropout=0.0 or call .eval(), "
-                    "or use backend='gather'"
-                )
-            lookup = self.distance_lookup(n, device=hidden_states.device)
-            context = flex_disentangled_attention(
-                query, key, value, pos_key, pos_query, lookup, key_mask, self.scale
-            )
-        context = context.transpose(1, 2).flatten(-2)  # (b, n, hidden)
-        return (context, scores) if return_scores else context
-
-    def _scores(
-        self,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        pos_key: torch.Tensor | None,
-        pos_query: torch.Tensor | None,
-        rel_embeddings: torch.Tensor,
-        key_mask: torch.Tensor | None,
-    ) -> AttentionScores:
-        """Every score term explicitly: per pair for ``naive``, by gather otherwise."""
-        n = query.shape[-2]
-        index = self.position_index(n, device=query.device)  # (i, j)
-        if self.backend != "naive":
-            return gather_scores(query, key, pos_key, pos_query, index, key_mask, self.scale)
-        c2c = torch.einsum("bhid,bhjd->bhij", query, key) * self.scale
-        c2p = p2c = None
-        pairs = rel_embeddings[index]  # (i, j, hidden): the literal per-pair table
-        pos_key_pairs, pos_query_pairs = self.project_table(pairs.flatten(0, 1))  # (h, i*j, d) each
-        if pos_key_pairs is not None:
-            pos_key_pairs = pos_key_pairs.transpose(0, 1).unflatten(0, (n, n))  # (i, j, h, d)
-            c2p = content_to_position_naive(query, pos_key_pairs) * self.scale
-        if pos_query_pairs is not None:
-            pos_query_pairs = pos_query_pairs.transpose(0, 1).unflatten(0, (n, n))  # (i, j, h, d)
-            p2c = position_to_content_naive(key, pos_query_pairs) * self.scale
-        return combine_scores(c2c, c2p, p2c, key_mask)
-
-    def _gather_attention(
-        self,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        pos_key: torch.Tensor | None,
-        pos_query: torch.Tensor | None,
-        key_mask: torch.Tensor | None,
-    ) -> torch.Tensor:
-        """The paper's efficient form: position terms by gather, summed into one bias.
-
-        The bias (c2p + p2c, masked) is the only ``(b, h, n, n)`` tensor this
-        function builds itself; ``scaled_dot_product_attention`` adds c2c to it
-        and applies the softmax and the values. The tables are scaled once,
-        before any ``n x n`` work.
-
-        Shapes:
-            query, key, value: ``(b, h, n, d)``; pos_key, pos_query: ``(h, r, d)``
-            output: ``(b, h, n, d)``
-        """
-        b, h, n, _ = query.shape
-        index = self.position_index(n, device=query.device)  # (i, j)
-        bias = None
-        if pos_key is not None:
-            bias = content_to_position(query, pos_key * self.scale, index)  # (b, h, i, j)
-        if pos_query is not None:
-            p2c = position_to_content(key, pos_query * self.scale, index)  # (b, h, i, j)
-            bias = p2c if bias is None else bias.add_(p2c)
-            del p2c
-        if key_mask is not None:
-            if bias is None:
-                bias = query.new_zeros(b, 1, 1, n)
-            bias = bias.masked_fill(~key_mask[:, None, None, :], torch.finfo(query.dtype).min)
-        return F.scaled_dot_product_attention(
-            query,
-            key,
-            value,
-            attn_mask=bias,
-            dropout_p=self.dropout_p if self.training else 0.0,
-            scale=self.scale,
+        key_mask = self.check_inputs(hidden_states, attention_mask)
+        self.check_table(rel_embeddings, hidden_states)
+        return self._attend(
+            hidden_states, key_mask, None, return_scores, rel_embeddings=rel_embeddings
         )
 
-    def _check_inputs(
-        self,
-        hidden_states: torch.Tensor,
-        rel_embeddings: torch.Tensor,
-        attention_mask: torch.Tensor | None,
-    ) -> torch.Tensor | None:
-        """Validate the forward arguments; return the key mask as bool ``(b, n)``, or None if nothing is padded."""
-        if not isinstance(hidden_states, torch.Tensor) or not hidden_states.is_floating_point():
-            raise TypeError("hidden_states must be a floating-point tensor of shape (b, n, hidden)")
-        if hidden_states.dim() != 3 or hidden_states.shape[-1] != self.hidden_size:
-            raise ValueError(
-                f"hidden_states must have shape (b, n, {self.hidden_size}), "
-                f"got {tuple(hidden_states.shape)}"
-            )
+    def check_table(self, rel_embeddings: object, like: torch.Tensor) -> torch.Tensor:
+        """A ``(2 * span, hidden)`` floating table with ``like``'s dtype and device.
+
+        Shapes:
+            rel_embeddings: ``(2 * span, hidden)``
+        """
         expected = (2 * self.span, self.hidden_size)
-        if not isinstance(rel_embeddings, torch.Tensor) or tuple(rel_embeddings.shape) != expected:
-            got = tuple(rel_embeddings.shape) if isinstance(rel_embeddings, torch.Tensor) else rel_embeddings
-            raise ValueError(f"rel_embeddings must have shape (2 * span, hidden) = {expected}, got {got}")
-        if attention_mask is None:
-            return None
-        b, n, _ = hidden_states.shape
-        if not isinstance(attention_mask, torch.Tensor) or tuple(attention_mask.shape) != (b, n):
-            got = tuple(attention_mask.shape) if isinstance(attention_mask, torch.Tensor) else attention_mask
-            raise ValueError(f"attention_mask must have shape (b, n) = {(b, n)}, got {got}")
-        key_mask = attention_mask.to(device=hidden_states.device) != 0
-        # A mask without padding changes nothing: skip the masking work altogether.
-        return None if bool(key_mask.all()) else key_mask
+        table = rel_embeddings
+        if not isinstance(table, torch.Tensor) or tuple(table.shape) != expected:
+            got = getattr(rel_embeddings, "shape", rel_embeddings)
+            got = tuple(got) if isinstance(got, torch.Size) else got
+            raise ValueError(
+                "rel_embeddings must have shape (2 * span, hidden) = "
+                f"{expected}, got {got}"
+            )
+        check_float_tensor("rel_embeddings", rel_embeddings, "(2 * span, hidden)")
+        name = "hidden_states" if like.dim() == 3 else "the states"
+        check_same_dtype("rel_embeddings", rel_embeddings, name, like.dtype)
+        check_same_device("rel_embeddings", rel_embeddings, name, like.device)
+        return rel_embeddings
 
     @classmethod
-    def from_transformers(cls, module: nn.Module, *, backend: str = "gather") -> "DisentangledSelfAttention":
+    def from_transformers(
+        cls, module: nn.Module, *, backend: str = "gather"
+    ) -> "DisentangledSelfAttention":
         """Build a module with the configuration and weights of a ``transformers`` one.
 
-        ``module`` is a ``transformers`` DeBERTa-v2 ``DisentangledSelfAttention``
-        (``transformers`` itself is imported only here, and only to check the type).
+        ``module`` is a ``transformers`` DeBERTa-v2 or DeBERTa (v1)
+        ``DisentangledSelfAttention`` (``transformers`` itself is imported only
+        here; see ``relpos.interop``).
 
         Shapes:
             (copies weights; no tensors in or out)
         """
-        from .interop import from_transformers
-
-        return from_transformers(cls, module, backend=backend)
+        return interop.from_transformers(cls, module, backend=backend)
 
     def extra_repr(self) -> str:
         return (
-            f"hidden_size={self.hidden_size}, num_heads={self.num_heads}, span={self.span}, "
-            f"position_buckets={self.position_buckets}, pos_att_type={self.pos_att_type}, "
+            f"hidden_size={self.hidden_size}, num_heads={self.num_heads}, "
+            f"span={self.span}, position_buckets={self.position_buckets}, "
+            f"pos_att_type={self.pos_att_type}, "
             f"share_att_key={self.share_att_key}, backend={self.backend!r}"
         )
+
+
 
 
 __all__ = [

@@ -24,8 +24,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from ._checks import check_int, check_rate
+from . import interop
+from ._checks import check_bool, check_int, check_rate
 from .attention import DisentangledSelfAttention
+from .config import AttentionConfig, resolve_config
+from .core import SelfAttention, normalise_mask
 from .embedding import RelativePositionEmbedding
 
 
@@ -41,7 +44,7 @@ def _check_eps(value: object) -> float:
 
 
 def _check_hidden_states(hidden_states: object, hidden_size: int) -> torch.Tensor:
-    """A floating-point ``(b, n, hidden)`` tensor."""
+    """A floating-point ``(b, n, hidden)`` tensor (for an attention of any kind)."""
     is_tensor = isinstance(hidden_states, torch.Tensor)
     if not is_tensor or not hidden_states.is_floating_point():
         raise TypeError(
@@ -54,23 +57,6 @@ def _check_hidden_states(hidden_states: object, hidden_size: int) -> torch.Tenso
             f"got {tuple(hidden_states.shape)}"
         )
     return hidden_states
-
-
-def _check_mask(attention_mask: object, hidden_states: torch.Tensor) -> None:
-    """``None`` or a ``(b, n)`` tensor, 1 for a token and 0 for padding."""
-    if attention_mask is None:
-        return
-    b, n, _ = hidden_states.shape
-    if not isinstance(attention_mask, torch.Tensor):
-        raise TypeError(
-            f"attention_mask must be a tensor of shape (b, n) = {(b, n)} or None, "
-            f"got {type(attention_mask).__name__}"
-        )
-    if tuple(attention_mask.shape) != (b, n):
-        raise ValueError(
-            f"attention_mask must have shape (b, n) = {(b, n)}, "
-            f"got {tuple(attention_mask.shape)}"
-        )
 
 
 class EncoderLayer(nn.Module):
@@ -156,6 +142,9 @@ class EncoderLayer(nn.Module):
             output: ``(b, n, hidden)``
         """
         _check_hidden_states(hidden_states, self.hidden_size)
+        if isinstance(self.attention, SelfAttention):
+            key_mask = self.attention.check_inputs(hidden_states, attention_mask)
+            return self._forward(hidden_states, key_mask, **attention_kwargs)
         context = self.attention(
             hidden_states, attention_mask=attention_mask, **attention_kwargs
         )  # (b, n, hidden)
@@ -169,6 +158,30 @@ class EncoderLayer(nn.Module):
                 "attention must return a context shaped like hidden_states "
                 f"{tuple(hidden_states.shape)}, got {tuple(context.shape)}"
             )
+        return self._block(hidden_states, context)
+
+    def _forward(
+        self,
+        hidden_states: torch.Tensor,
+        key_mask: torch.Tensor | None,
+        **attention_kwargs: Any,
+    ) -> torch.Tensor:
+        """``forward`` after the checks, for a ``relpos`` attention (``SelfAttention``).
+
+        ``key_mask`` is the bool ``(b, n)`` key mask, or None; nothing is checked.
+
+        Shapes:
+            hidden_states: ``(b, n, hidden)``; key_mask: ``(b, n)``
+            output: ``(b, n, hidden)``
+        """
+        context = self.attention._attend(
+            hidden_states, key_mask, **attention_kwargs
+        )  # (b, n, hidden)
+        return self._block(hidden_states, context)
+
+    def _block(
+        self, hidden_states: torch.Tensor, context: torch.Tensor
+    ) -> torch.Tensor:
         attended = self.attention_norm(
             hidden_states + self.dropout(self.attention_output(context))
         )  # (b, n, hidden)
@@ -184,15 +197,43 @@ class EncoderLayer(nn.Module):
         )
 
 
+def _attention_config(
+    config: AttentionConfig | None,
+    settings: dict[str, Any],
+    dropout: float,
+    attention_dropout: float | None,
+) -> AttentionConfig:
+    """The attention's config from the layer's or encoder's arguments.
+
+    ``attention_dropout`` (``None``: ``dropout``, or ``config.dropout`` when a
+    config is given) is the config's ``dropout``.
+    """
+    dropout = check_rate("dropout", dropout)
+    if attention_dropout is not None:
+        attention_dropout = check_rate("attention_dropout", attention_dropout)
+    sizes = ("hidden_size", "num_heads")  # None: left out (taken from config)
+    given = {k: v for k, v in settings.items() if k not in sizes or v is not None}
+    if config is None:
+        rate = dropout if attention_dropout is None else attention_dropout
+        return AttentionConfig(**given, dropout=rate)
+    if attention_dropout is not None:
+        given["dropout"] = attention_dropout
+    return resolve_config(config, given)
+
+
 class DisentangledEncoderLayer(EncoderLayer):
     """An ``EncoderLayer`` whose attention is ``DisentangledSelfAttention``.
 
     Args:
-        hidden_size, num_heads, max_relative_positions, position_buckets,
-        pos_att_type, share_att_key, backend: as for ``DisentangledSelfAttention``.
+        hidden_size, num_heads: as for ``DisentangledSelfAttention``.
         intermediate_size, dropout, layer_norm_eps: as for ``EncoderLayer``.
         attention_dropout: dropout on the attention probabilities
             (``attention_probs_dropout_prob``); ``None`` means ``dropout``.
+        config: the attention's settings as one ``relpos.AttentionConfig``
+            (then ``hidden_size`` and ``num_heads`` may be left out).
+        attention_settings: the other fields of ``AttentionConfig``
+            (``max_relative_positions``, ``position_buckets``, ``pos_att_type``,
+            ``share_att_key``, ``backend``), with its defaults.
 
     This layer does not drop out the table it is given: ``DisentangledEncoder``
     does that, once per layer, before calling the layer.
@@ -208,35 +249,23 @@ class DisentangledEncoderLayer(EncoderLayer):
 
     def __init__(
         self,
-        hidden_size: int,
-        num_heads: int,
-        intermediate_size: int,
+        hidden_size: int | None = None,
+        num_heads: int | None = None,
+        intermediate_size: int | None = None,
         *,
-        max_relative_positions: int = 512,
-        position_buckets: int = -1,
-        pos_att_type: tuple[str, ...] | list[str] = ("c2p", "p2c"),
-        share_att_key: bool = True,
         dropout: float = 0.0,
         attention_dropout: float | None = None,
         layer_norm_eps: float = 1e-7,
-        backend: str = "gather",
+        config: AttentionConfig | None = None,
+        **attention_settings: Any,
     ) -> None:
-        dropout = check_rate("dropout", dropout)
-        if attention_dropout is None:
-            attention_dropout = dropout
-        attention = DisentangledSelfAttention(
-            hidden_size,
-            num_heads,
-            max_relative_positions=max_relative_positions,
-            position_buckets=position_buckets,
-            pos_att_type=pos_att_type,
-            share_att_key=share_att_key,
-            dropout=check_rate("attention_dropout", attention_dropout),
-            backend=backend,
+        settings = dict(
+            attention_settings, hidden_size=hidden_size, num_heads=num_heads
         )
+        config = _attention_config(config, settings, dropout, attention_dropout)
         super().__init__(
-            attention,
-            hidden_size,
+            DisentangledSelfAttention(config=config),
+            config.hidden_size,
             intermediate_size,
             dropout=dropout,
             layer_norm_eps=layer_norm_eps,
@@ -255,9 +284,9 @@ class DisentangledEncoderLayer(EncoderLayer):
             attention_mask: ``(b, n)``
             output: ``(b, n, hidden)``
         """
-        return super().forward(
-            hidden_states, attention_mask, rel_embeddings=rel_embeddings
-        )
+        key_mask = self.attention.check_inputs(hidden_states, attention_mask)
+        self.attention.check_table(rel_embeddings, hidden_states)
+        return self._forward(hidden_states, key_mask, rel_embeddings=rel_embeddings)
 
 
 class DisentangledEncoder(nn.Module):
@@ -274,7 +303,10 @@ class DisentangledEncoder(nn.Module):
             layer and on the table (see below).
         attention_dropout: ``attention_probs_dropout_prob``; ``None`` means
             ``dropout``.
-        other arguments: as for ``DisentangledEncoderLayer``.
+        config: the attention settings as one ``relpos.AttentionConfig``; every
+            layer's attention is built from it (``encoder.config``).
+        other arguments: as for ``DisentangledEncoderLayer`` (the attention
+            settings are the fields of ``AttentionConfig``, with its defaults).
 
     Attributes:
         table: the ``RelativePositionEmbedding`` whose ``weight`` is the shared
@@ -311,45 +343,36 @@ class DisentangledEncoder(nn.Module):
     def __init__(
         self,
         num_layers: int,
-        hidden_size: int,
-        num_heads: int,
-        intermediate_size: int,
+        hidden_size: int | None = None,
+        num_heads: int | None = None,
+        intermediate_size: int | None = None,
         *,
-        max_relative_positions: int = 512,
-        position_buckets: int = -1,
-        pos_att_type: tuple[str, ...] | list[str] = ("c2p", "p2c"),
-        share_att_key: bool = True,
         dropout: float = 0.0,
         attention_dropout: float | None = None,
         layer_norm_eps: float = 1e-7,
         norm_rel_ebd: bool = True,
-        backend: str = "gather",
+        config: AttentionConfig | None = None,
+        **attention_settings: Any,
     ) -> None:
         super().__init__()
         self.num_layers = check_int("num_layers", num_layers, minimum=1)
-        if not isinstance(norm_rel_ebd, bool):
-            raise TypeError(
-                f"norm_rel_ebd must be a bool, got {type(norm_rel_ebd).__name__}"
-            )
+        check_bool("norm_rel_ebd", norm_rel_ebd)
+        settings = dict(
+            attention_settings, hidden_size=hidden_size, num_heads=num_heads
+        )
+        config = _attention_config(config, settings, dropout, attention_dropout)
+        self.config = config
         self.layers = nn.ModuleList(
             DisentangledEncoderLayer(
-                hidden_size,
-                num_heads,
-                intermediate_size,
-                max_relative_positions=max_relative_positions,
-                position_buckets=position_buckets,
-                pos_att_type=pos_att_type,
-                share_att_key=share_att_key,
+                intermediate_size=intermediate_size,
                 dropout=dropout,
-                attention_dropout=attention_dropout,
                 layer_norm_eps=layer_norm_eps,
-                backend=backend,
+                config=config,
             )
             for _ in range(self.num_layers)
         )
-        first: DisentangledSelfAttention = self.layers[0].attention
-        self.hidden_size = first.hidden_size
-        self.span = first.span
+        self.hidden_size = config.hidden_size
+        self.span = config.span
         self.table = RelativePositionEmbedding(self.span, self.hidden_size)
         self.table_norm = (
             nn.LayerNorm(self.hidden_size, eps=layer_norm_eps) if norm_rel_ebd else None
@@ -381,12 +404,15 @@ class DisentangledEncoder(nn.Module):
             hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
             output: ``(b, n, hidden)``
         """
-        _check_hidden_states(hidden_states, self.hidden_size)
-        _check_mask(attention_mask, hidden_states)
+        # The one check of the whole stack: the layers get a normalised bool key mask
+        # and check nothing again.
+        first = self.layers[0].attention
+        key_mask = first.check_inputs(hidden_states, attention_mask)  # (b, n) or None
         table = self.rel_embeddings()  # (r, hidden)
+        first.check_table(table, hidden_states)
         for layer in self.layers:
-            hidden_states = layer(
-                hidden_states, self.table_dropout(table), attention_mask
+            hidden_states = layer._forward(
+                hidden_states, key_mask, rel_embeddings=self.table_dropout(table)
             )  # (b, n, hidden)
         return hidden_states
 
@@ -405,9 +431,7 @@ class DisentangledEncoder(nn.Module):
         Shapes:
             (copies weights; no tensors in or out)
         """
-        from .interop import encoder_from_transformers
-
-        return encoder_from_transformers(cls, module, backend=backend)
+        return interop.encoder_from_transformers(cls, module, backend=backend)
 
     def extra_repr(self) -> str:
         return f"num_layers={self.num_layers}, span={self.span}"

@@ -1,223 +1,30 @@
-"""The ``flex`` backend: disentangled attention inside one FlexAttention kernel.
+"""The ``flex`` backend's public names, where the book and the benchmark import them.
 
-The two position terms are added to each score inside the kernel by a
-``score_mod`` that reads two small tables at the pair's row ``delta(i, j)``:
+The kernel itself lives in ``relpos.backends.flex`` next to the other backends;
+this module re-exports it (``relpos.flex.make_score_mod``,
+``relpos.flex.full_block_mask``, ``relpos.flex.FlexUnavailableError``, ...).
 
-    c2p_table[b, h, i, r] = Q_i . Pk[r] / sqrt(d * s)        (b, h, n, 2 * span)
-    p2c_table[b, h, j, r] = K_j . Pq[r] / sqrt(d * s)        (b, h, n, 2 * span)
-
-and the row of a pair is read from a 1-D lookup of length ``2n - 1`` indexed by
-``i - j`` (``relpos.distance_lookup``). Nothing of size ``n x n`` is stored, not
-even the index.
-
-Where torch's kernel cannot run, this module says so:
-- On the CPU, torch compiles flex only for float32/float16/bfloat16; float64 runs
-  torch's uncompiled reference (exact, but it does store ``n x n`` scores).
-- On the CPU, torch's flex kernel has no backward. When a gradient is needed
-  there, the backward pass recomputes the attention with the gather formulation
-  (``O(n^2)`` memory in the backward only).
-
-Speed on the CPU: the kernel and the table products read the queries, keys and
-values head by head, so they are laid out ``(b, h, n, d)`` in memory first
-(:func:`heads_contiguous`); the module's split into heads is a strided view
-whose rows lie ``hidden`` apart. At deberta-v3-base shapes and n = 2048 the
-kernel alone took 12% (one thread) to 27% (two threads) less time on the
-copies, the whole forward about 8% less (one thread, median of five), for three
-more ``(b, n, hidden)`` tensors. The output is bitwise the same.
+Shapes:
+    (see ``relpos.backends.flex``)
 """
 
 from __future__ import annotations
 
-import functools
-import warnings
-from typing import Callable
-
-import torch
-
-from .attention import gather_scores
-from .positions import index_from_lookup
-
-_COMPILED_CPU_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-_RECOMPILE_LIMIT = 64
-
-
-class FlexUnavailableError(RuntimeError):
-    """FlexAttention cannot run here; ``backend="gather"`` computes the same result."""
-
-
-@functools.cache
-def _flex_attention(compiled: bool) -> Callable:
-    try:
-        from torch.nn.attention.flex_attention import flex_attention
-    except ImportError as exc:  # pragma: no cover - torch < 2.5
-        raise FlexUnavailableError(
-            f"backend='flex' needs torch.nn.attention.flex_attention (torch >= 2.5), "
-            f"this is torch {torch.__version__}; use backend='gather' instead"
-        ) from exc
-    return torch.compile(flex_attention, dynamic=False) if compiled else flex_attention
-
-
-@functools.lru_cache(maxsize=8)
-def full_block_mask(seq_len: int, device: str, block_size: int = 128):
-    """A BlockMask that marks every (query block, key block) tile as full.
-
-    Full tiles tell the kernel that no mask applies inside them. Without a block
-    mask, flex uses one whose tiles are partial and evaluates a no-op mask per
-    score, which costs about a third of the kernel's time on the CPU. Built from
-    the block indices directly: ``O((n / block_size)^2)`` integers, not ``n^2``.
-
-    Shapes:
-        (one tile index per (query block, key block): ``(1, 1, nb, nb)``)
-    """
-    from torch.nn.attention.flex_attention import BlockMask, noop_mask
-
-    blocks = -(-seq_len // block_size)  # ceil
-    partial_count = torch.zeros(1, 1, blocks, dtype=torch.int32, device=device)
-    partial_index = torch.zeros(1, 1, blocks, blocks, dtype=torch.int32, device=device)
-    full_count = torch.full((1, 1, blocks), blocks, dtype=torch.int32, device=device)
-    full_index = torch.arange(blocks, dtype=torch.int32, device=device).expand(1, 1, blocks, blocks).contiguous()
-    return BlockMask.from_kv_blocks(
-        partial_count,
-        partial_index,
-        full_count,
-        full_index,
-        BLOCK_SIZE=block_size,
-        mask_mod=noop_mask,
-        seq_lengths=(seq_len, seq_len),
-    )
-
-
-def make_score_mod(
-    c2p_table: torch.Tensor | None,
-    p2c_table: torch.Tensor | None,
-    lookup: torch.Tensor,
-    key_mask: torch.Tensor | None,
-) -> Callable:
-    """The ``score_mod`` that adds c2p and p2c at row ``lookup[i - j + n - 1]`` and masks keys.
-
-    Shapes:
-        c2p_table: ``(b, h, i, r)``; p2c_table: ``(b, h, j, r)``
-        lookup: ``(2n - 1,)``; key_mask: ``(b, j)`` bool
-    """
-    offset = (lookup.shape[0] - 1) // 2
-
-    def score_mod(score, b, h, i, j):
-        row = lookup[i - j + offset]
-        if c2p_table is not None:
-            score = score + c2p_table[b, h, i, row]
-        if p2c_table is not None:
-            score = score + p2c_table[b, h, j, row]
-        if key_mask is not None:
-            score = torch.where(key_mask[b, j], score, torch.finfo(score.dtype).min)
-        return score
-
-    return score_mod
-
-
-def _run_flex(query, key, value, c2p_table, p2c_table, lookup, key_mask, scale):
-    compiled = query.device.type != "cpu" or query.dtype in _COMPILED_CPU_DTYPES
-    flex = _flex_attention(compiled)
-    score_mod = make_score_mod(c2p_table, p2c_table, lookup, key_mask)
-    try:
-        # Each shape, dtype and choice of terms compiles its own kernel: allow more
-        # of them than dynamo's default before it would silently fall back to eager.
-        with torch._dynamo.config.patch(recompile_limit=_RECOMPILE_LIMIT), warnings.catch_warnings():
-            # The uncompiled path (float64 on the CPU) is deliberate: silence torch's advice.
-            warnings.filterwarnings("ignore", message=".*flex_attention called without torch.compile")
-            block_mask = full_block_mask(query.shape[-2], str(query.device)) if compiled else None
-            return flex(query, key, value, score_mod=score_mod, block_mask=block_mask, scale=scale)
-    except FlexUnavailableError:
-        raise
-    except Exception as exc:
-        raise FlexUnavailableError(
-            f"backend='flex' could not run on {query.device.type} with {query.dtype} "
-            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
-            "use backend='gather' instead"
-        ) from exc
-
-
-def heads_contiguous(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """Each ``(b, h, n, d)`` tensor laid out head by head (a copy only where needed).
-
-    Shapes:
-        tensors: ``(b, h, n, d)`` each; output: the same shapes, contiguous
-    """
-    return tuple(t.contiguous() for t in tensors)
-
-
-def _tables(query, key, pos_key, pos_query, scale):
-    """Score every query and key against all table rows (the only position work)."""
-    c2p_table = p2c_table = None
-    if pos_key is not None:
-        c2p_table = torch.einsum("bhid,hrd->bhir", query, pos_key * scale)  # (b, h, i, r)
-    if pos_query is not None:
-        p2c_table = torch.einsum("bhjd,hrd->bhjr", key, pos_query * scale)  # (b, h, j, r)
-    return c2p_table, p2c_table
-
-
-class _FlexWithRecomputedBackward(torch.autograd.Function):
-    """Forward by flex; backward by recomputing the gather formulation under autograd."""
-
-    @staticmethod
-    def forward(ctx, query, key, value, pos_key, pos_query, lookup, key_mask, scale):
-        ctx.save_for_backward(query, key, value, pos_key, pos_query, lookup, key_mask)
-        ctx.scale = scale
-        # torch's CPU flex refuses inputs that require grad, even under no_grad: detach them.
-        detached = (query.detach(), key.detach(), value.detach())
-        query, key, value = heads_contiguous(*detached)  # (b, h, n, d) each
-        c2p_table, p2c_table = _tables(query, key, pos_key, pos_query, scale)
-        return _run_flex(query, key, value, c2p_table, p2c_table, lookup, key_mask, scale)
-
-    @staticmethod
-    def backward(ctx, grad_out):
-        query, key, value, pos_key, pos_query, lookup, key_mask = ctx.saved_tensors
-        index = index_from_lookup(lookup)  # (i, j)
-        inputs = [t.detach().requires_grad_(need) if t is not None else None
-                  for t, need in zip((query, key, value, pos_key, pos_query), ctx.needs_input_grad)]
-        with torch.enable_grad():
-            query_in, key_in, value_in, pos_key_in, pos_query_in = inputs
-            scores = gather_scores(query_in, key_in, pos_key_in, pos_query_in, index, key_mask, ctx.scale)
-            out = scores.probs @ value_in  # (b, h, i, d)
-            wanted = [t for t in inputs if t is not None and t.requires_grad]
-            grads = iter(torch.autograd.grad(out, wanted, grad_out) if wanted else ())
-        result = [next(grads) if t is not None and t.requires_grad else None for t in inputs]
-        return (*result, None, None, None)
-
-
-def flex_disentangled_attention(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    pos_key: torch.Tensor | None,
-    pos_query: torch.Tensor | None,
-    lookup: torch.Tensor,
-    key_mask: torch.Tensor | None,
-    scale: float,
-) -> torch.Tensor:
-    """Disentangled attention with FlexAttention; memory linear in ``n``.
-
-    ``lookup`` is ``relpos.distance_lookup(n, ...)``: the table row of distance
-    ``i - j`` at ``i - j + n - 1``.
-
-    Shapes:
-        query, key, value: ``(b, h, n, d)``; pos_key, pos_query: ``(h, r, d)``
-        lookup: ``(2n - 1,)``; key_mask: ``(b, j)`` bool
-        output: ``(b, h, n, d)``
-    """
-    n = query.shape[-2]
-    if n == 0:
-        return query.new_zeros(query.shape[:-1] + value.shape[-1:])
-    tensors = (query, key, value, pos_key, pos_query)
-    needs_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
-    if needs_grad and query.device.type == "cpu":
-        return _FlexWithRecomputedBackward.apply(*tensors, lookup, key_mask, scale)
-    query, key, value = heads_contiguous(query, key, value)  # (b, h, n, d) each
-    c2p_table, p2c_table = _tables(query, key, pos_key, pos_query, scale)
-    return _run_flex(query, key, value, c2p_table, p2c_table, lookup, key_mask, scale)
-
+from .backends.flex import (  # noqa: F401  (the benchmark's profiler reads these)
+    FlexUnavailableError,
+    _flex_attention,
+    _run_flex,
+    _tables,
+    attend,
+    flex_disentangled_attention,
+    full_block_mask,
+    heads_contiguous,
+    make_score_mod,
+)
 
 __all__ = [
     "FlexUnavailableError",
+    "attend",
     "flex_disentangled_attention",
     "full_block_mask",
     "heads_contiguous",

@@ -47,16 +47,17 @@ table as given; ``DisentangledEncoder`` applies that dropout, once per layer.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TypeVar
 
 import torch
 from torch import nn
 
-from .attention import POS_ATT_TYPES
+from .config import POS_ATT_TYPES
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .attention import DisentangledSelfAttention
-    from .encoder import DisentangledEncoder
+# The classes to build are passed in (``cls``): this module imports no attention
+# or encoder, so that they can import it without a circle.
+A = TypeVar("A", bound=nn.Module)
+E = TypeVar("E", bound=nn.Module)
 
 _WEIGHTS = ("query_proj", "key_proj", "value_proj", "pos_key_proj", "pos_query_proj")
 # transformers' names for the exact (erf) GELU that relpos uses.
@@ -88,11 +89,11 @@ def _reference_class() -> type:
 
 
 def from_transformers(
-    cls: type["DisentangledSelfAttention"],
+    cls: type[A],
     module: nn.Module,
     *,
     backend: str = "gather",
-) -> "DisentangledSelfAttention":
+) -> A:
     """Copy a ``transformers`` DeBERTa (v2/v3 or v1) attention layer into ``cls``.
 
     The configuration (heads, span, buckets, position terms, shared keys, dropout)
@@ -131,8 +132,8 @@ def _check_v2_attention(module: nn.Module) -> None:
 
 
 def _from_v2(
-    cls: type["DisentangledSelfAttention"], module: nn.Module, *, backend: str
-) -> "DisentangledSelfAttention":
+    cls: type[A], module: nn.Module, *, backend: str
+) -> A:
     _check_v2_attention(module)
     weight = module.query_proj.weight
     ours = cls(
@@ -158,8 +159,8 @@ def _copy_v2_attention(ours: nn.Module, module: nn.Module) -> None:
 
 
 def _from_v1(
-    cls: type["DisentangledSelfAttention"], module: nn.Module, *, backend: str
-) -> "DisentangledSelfAttention":
+    cls: type[A], module: nn.Module, *, backend: str
+) -> A:
     """A v1 attention as relpos's with ``share_att_key=False`` and no buckets."""
     if not getattr(module, "relative_attention", False):
         raise ValueError(
@@ -221,8 +222,8 @@ def _from_v1(
 
 
 def encoder_from_transformers(
-    cls: type["DisentangledEncoder"], module: nn.Module, *, backend: str = "gather"
-) -> "DisentangledEncoder":
+    cls: type[E], module: nn.Module, *, backend: str = "gather"
+) -> E:
     """Copy a ``transformers`` ``DebertaV2Encoder`` (or a model's) into ``cls``.
 
     Refused with a ``ValueError`` naming the setting: ``relative_attention=False``,

@@ -145,15 +145,6 @@ def position_index(
     """
     span = attention_span(max_relative_positions, position_buckets)
     if position_buckets > 0:
-        if not 2 <= position_buckets <= max_relative_positions or (
-            max_relative_positions - 1 <= position_buckets // 2
-        ):
-            raise ValueError(
-                "position_buckets must be -1 (no buckets) or an int with 2 <= position_buckets <= "
-                "max_relative_positions and max_relative_positions > position_buckets // 2 + 1, "
-                f"got position_buckets={position_buckets} and "
-                f"max_relative_positions={max_relative_positions}"
-            )
         rel = log_bucket_position(rel, position_buckets, max_relative_positions)
     return delta(rel, span)
 
@@ -240,8 +231,35 @@ def attention_span(max_relative_positions: int, position_buckets: int = -1) -> i
         (scalars only)
     """
     k = check_int("max_relative_positions", max_relative_positions, minimum=1)
-    buckets = check_int("position_buckets", position_buckets)
+    buckets = check_buckets(k, position_buckets)
     return buckets if buckets > 0 else k
+
+
+def check_buckets(max_relative_positions: int, position_buckets: int) -> int:
+    """The bucket rule, checked here and nowhere else; returns ``position_buckets``.
+
+    ``position_buckets`` is ``-1`` (or ``0``) for no buckets, or a count with
+    ``2 <= position_buckets <= max_relative_positions`` and
+    ``max_relative_positions > position_buckets // 2 + 1`` (so that the log
+    scale of ``log_bucket_position`` is defined). Anything else, ``-5`` included,
+    is a ``ValueError`` naming ``position_buckets``.
+
+    Shapes:
+        (scalars only)
+    """
+    buckets = check_int("position_buckets", position_buckets)
+    if buckets in (-1, 0):
+        return buckets
+    if not 2 <= buckets <= max_relative_positions or (
+        max_relative_positions - 1 <= buckets // 2
+    ):
+        raise ValueError(
+            "position_buckets must be -1 (no buckets) or an int with 2 <= "
+            "position_buckets <= max_relative_positions and max_relative_positions > "
+            f"position_buckets // 2 + 1, got position_buckets={buckets} and "
+            f"max_relative_positions={max_relative_positions}"
+        )
+    return buckets
 
 
 def exact_bucket_limit(bucket_size: int) -> int:
@@ -262,5 +280,6 @@ __all__ = [
     "distance_lookup",
     "index_from_lookup",
     "attention_span",
+    "check_buckets",
     "exact_bucket_limit",
 ]

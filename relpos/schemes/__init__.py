@@ -52,6 +52,7 @@ from .transformer_xl import (
 )
 
 #: Each scheme's self-attention by name; all take ``(hidden_size, num_heads, ...)``.
+#: The one registry of attention schemes: ``relpos.book.experiments`` reads it too.
 ATTENTIONS: dict[str, type[SchemeSelfAttention]] = {
     "shaw": ShawSelfAttention,
     "transformer_xl": TransformerXLSelfAttention,
@@ -59,6 +60,37 @@ ATTENTIONS: dict[str, type[SchemeSelfAttention]] = {
     "alibi": AlibiSelfAttention,
     "rotary": RotarySelfAttention,
 }
+
+
+def register_attention(
+    name: str, attention: type[SchemeSelfAttention], *, replace: bool = False
+) -> None:
+    """Add a scheme's self-attention to ``ATTENTIONS`` as ``name``.
+
+    ``attention`` is a subclass of ``SchemeSelfAttention`` built as
+    ``attention(hidden_size, num_heads)``. A taken ``name`` is a ``ValueError``
+    unless ``replace=True``; a name must be lowercase letters, digits, ``-``
+    and ``_`` (it is also a scheme name on the experiments' command line).
+
+    Shapes:
+        (registers a class; no tensors)
+    """
+    plain = isinstance(name, str) and name and all(
+        c.isdigit() or c in "-_" or (c.isalpha() and c.islower()) for c in name
+    )
+    if not plain:
+        raise ValueError(
+            "name must be a non-empty lowercase name (letters, digits, '-', '_'), "
+            f"got {name!r}"
+        )
+    if not (isinstance(attention, type) and issubclass(attention, SchemeSelfAttention)):
+        raise TypeError(
+            "attention must be a subclass of relpos.schemes.SchemeSelfAttention, "
+            f"got {attention!r}"
+        )
+    if name in ATTENTIONS and not replace:
+        raise ValueError(f"name {name!r} is already an attention; pass replace=True")
+    ATTENTIONS[name] = attention
 
 __all__ = [
     "ATTENTIONS",
@@ -75,6 +107,7 @@ __all__ = [
     "alibi_bias",
     "alibi_slopes",
     "masked_softmax",
+    "register_attention",
     "relative_distances",
     "relative_value_sum",
     "rotary_angles",

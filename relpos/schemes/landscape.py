@@ -20,9 +20,7 @@ from __future__ import annotations
 import torch
 
 from .._checks import check_int_tensor
-from ..attention import DisentangledSelfAttention
-from ..positions import position_index
-from .attention import SchemeSelfAttention
+from ..core import SelfAttention
 
 
 def _check_content(name: str, value: torch.Tensor, hidden_size: int) -> torch.Tensor:
@@ -37,7 +35,7 @@ def _check_content(name: str, value: torch.Tensor, hidden_size: int) -> torch.Te
 
 
 def score_by_distance(
-    attention: SchemeSelfAttention | DisentangledSelfAttention,
+    attention: SelfAttention,
     distances: torch.Tensor,
     query_states: torch.Tensor,
     key_states: torch.Tensor,
@@ -48,14 +46,16 @@ def score_by_distance(
 
     The query token (content ``query_states``) sits at position ``r`` and the key
     token (content ``key_states``) at position 0, for each ``r`` in
-    ``distances``. Gradients are not tracked.
+    ``distances``. Gradients are not tracked. Every attention is treated alike:
+    its ``logits`` with positions minus its scaled content logit.
 
     Args:
         attention: a scheme's self-attention (``relpos.schemes``) or
-            ``relpos.DisentangledSelfAttention``.
+            ``relpos.DisentangledSelfAttention``: any ``relpos.core.SelfAttention``.
         distances: integer tensor of distances ``i - j``.
         query_states, key_states: the two tokens' hidden states.
-        rel_embeddings: the ``(2 * span, hidden)`` table, for DeBERTa only.
+        rel_embeddings: the ``(2 * span, hidden)`` table, for the attentions that
+            read one (DeBERTa's); ``None`` for the others.
 
     Shapes:
         distances: ``(m,)``; query_states, key_states: ``(hidden,)``
@@ -66,67 +66,33 @@ def score_by_distance(
     if distances.dim() != 1:
         got = tuple(distances.shape)
         raise ValueError(f"distances must have shape (m,), got {got}")
-    if not isinstance(attention, (SchemeSelfAttention, DisentangledSelfAttention)):
+    if not isinstance(attention, SelfAttention):
         raise TypeError(
             "attention must be a relpos.schemes self-attention or a "
             f"relpos.DisentangledSelfAttention, got {type(attention).__name__}"
         )
     _check_content("query_states", query_states, attention.hidden_size)
     _check_content("key_states", key_states, attention.hidden_size)
+    inputs = {}
+    check_table = getattr(attention, "check_table", None)
+    if check_table is not None:
+        inputs["rel_embeddings"] = check_table(rel_embeddings, query_states)
+    elif rel_embeddings is not None:
+        raise ValueError(
+            "rel_embeddings must be None for an attention without a table "
+            f"({type(attention).__name__})"
+        )
     with torch.no_grad():
         query = attention.split_heads(attention.query_proj(query_states[None]))
         key = attention.split_heads(attention.key_proj(key_states[None]))  # (h, 1, d)
         distances = distances.to(device=query.device, dtype=torch.long)
-        if isinstance(attention, DisentangledSelfAttention):
-            return _deberta_by_distance(
-                attention, distances, query, key, rel_embeddings
-            )
-        if rel_embeddings is not None:
-            raise ValueError(
-                "rel_embeddings must be None for a scheme other than DeBERTa"
-            )
         m = distances.shape[0]
         queries = query.expand(-1, m, -1)[None]  # (1, h, m, d): one query per distance
         key_position = distances.new_zeros(1)  # (1,)
-        logits = attention.logits(queries, key[None], distances, key_position)
+        logits = attention.logits(queries, key[None], distances, key_position, **inputs)
         content = torch.einsum("hd,hd->h", query[:, 0], key[:, 0])  # (h,)
         content = content * attention.scale
         return logits[0, :, :, 0] - content[:, None]  # (h, m)
-
-
-def _deberta_by_distance(
-    attention: DisentangledSelfAttention,
-    distances: torch.Tensor,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    rel_embeddings: torch.Tensor | None,
-) -> torch.Tensor:
-    """c2p + p2c at row ``position_index(r)`` of the table, scaled like the module.
-
-    Shapes:
-        distances: ``(m,)``; query, key: ``(h, 1, d)``
-        output: ``(h, m)``
-    """
-    expected = (2 * attention.span, attention.hidden_size)
-    table = rel_embeddings
-    if not isinstance(table, torch.Tensor) or tuple(table.shape) != expected:
-        got = getattr(table, "shape", table)
-        raise ValueError(
-            f"rel_embeddings must have shape (2 * span, hidden) = {expected} for "
-            f"DeBERTa, got {got}"
-        )
-    rows = position_index(
-        distances,
-        max_relative_positions=attention.max_relative_positions,
-        position_buckets=attention.position_buckets,
-    )  # (m,)
-    pos_key, pos_query = attention.project_table(rel_embeddings)  # (h, r, d) each
-    total = query.new_zeros(attention.num_heads, distances.shape[0])  # (h, m)
-    if pos_key is not None:
-        total = total + torch.einsum("hd,hmd->hm", query[:, 0], pos_key[:, rows])  # c2p
-    if pos_query is not None:
-        total = total + torch.einsum("hd,hmd->hm", key[:, 0], pos_query[:, rows])  # p2c
-    return total * attention.scale
 
 
 __all__ = ["score_by_distance"]

@@ -25,9 +25,15 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._checks import check_int, check_int_tensor
-from ..attention import content_to_position
-from .attention import SchemeSelfAttention, relative_distances
+from .._checks import (
+    check_float_tensor,
+    check_index,
+    check_int,
+    check_int_tensor,
+    check_same_dtype,
+)
+from ..scores import _content_to_position
+from .attention import SchemeSelfAttention, _relative_distances
 
 
 def shaw_index(rel: torch.Tensor, max_relative_positions: int) -> torch.Tensor:
@@ -57,6 +63,19 @@ def relative_value_sum(
         probs: ``(b, h, i, j)``; value_table: ``(r, d)``; index: ``(i, j)``
         output: ``(b, h, i, d)``
     """
+    check_float_tensor("probs", probs, "(b, h, i, j)", dim=4)
+    check_float_tensor("value_table", value_table, "(r, d)", dim=2)
+    check_same_dtype("value_table", value_table, "probs", probs.dtype)
+    check_index("index", index, value_table.shape[0], "(i, j)")
+    if tuple(index.shape) != tuple(probs.shape[2:]):
+        raise ValueError(
+            f"index must have shape (i, j) = {tuple(probs.shape[2:])} for probs of "
+            f"shape {tuple(probs.shape)}, got {tuple(index.shape)}"
+        )
+    return _relative_value_sum(probs, value_table, index)
+
+
+def _relative_value_sum(probs, value_table, index):
     b, h, i, j = probs.shape
     per_row = probs.new_zeros(b, h, i, value_table.shape[0])  # (b, h, i, r)
     per_row.scatter_add_(-1, index.expand(b, h, i, j), probs)  # (b, h, i, r)
@@ -111,7 +130,7 @@ class ShawSelfAttention(SchemeSelfAttention):
             query_positions: ``(i,)``; key_positions: ``(j,)``
             output: ``(i, j)``
         """
-        rel = relative_distances(query_positions, key_positions)  # (i, j)
+        rel = _relative_distances(query_positions, key_positions)  # (i, j)
         return shaw_index(rel, self.max_relative_positions)
 
     def position_logits(
@@ -129,7 +148,7 @@ class ShawSelfAttention(SchemeSelfAttention):
         """
         index = self.table_index(query_positions, key_positions)  # (i, j)
         rows = self.key_table.expand(self.num_heads, *self.key_table.shape)  # (h, r, d)
-        return content_to_position(query, rows, index) * self.scale  # (b, h, i, j)
+        return _content_to_position(query, rows, index) * self.scale  # (b, h, i, j)
 
     def position_values(
         self,
@@ -146,7 +165,7 @@ class ShawSelfAttention(SchemeSelfAttention):
         if self.value_table is None:
             return None
         index = self.table_index(query_positions, key_positions)  # (i, j)
-        return relative_value_sum(probs, self.value_table, index)
+        return _relative_value_sum(probs, self.value_table, index)
 
     def extra_repr(self) -> str:
         return (

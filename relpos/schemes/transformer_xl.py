@@ -33,9 +33,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._checks import check_int, check_int_tensor
-from ..attention import content_to_position
-from .attention import SchemeSelfAttention, relative_distances
+from .._checks import check_float_tensor, check_int, check_int_tensor
+from ..scores import _content_to_position, content_to_position
+from .attention import SchemeSelfAttention, _relative_distances
 
 
 def sinusoidal_encoding(
@@ -80,9 +80,32 @@ def transformer_xl_terms(
         index: ``(i, j)``; content_bias, position_bias: ``(h, d)``
         output: ``(b, h, i, j)``
     """
+    content_to_position(query, pos_key, index)  # checks query, pos_key and index
+    check_float_tensor("key", key, "(b, h, j, d)", dim=4)
+    h, d = query.shape[1], query.shape[3]
+    if key.shape[:2] != query.shape[:2] or key.shape[3] != d:
+        raise ValueError(
+            f"key must have shape (b, h, j, d) matching query {tuple(query.shape)}, "
+            f"got {tuple(key.shape)}"
+        )
+    if index.shape[1] != key.shape[2]:
+        raise ValueError(
+            f"index must have shape (i, j) with j = {key.shape[2]}, got "
+            f"{tuple(index.shape)}"
+        )
+    biases = (("content_bias", content_bias), ("position_bias", position_bias))
+    for name, bias in biases:
+        check_float_tensor(name, bias, "(h, d)", dim=2)
+        if tuple(bias.shape) != (h, d):
+            got = tuple(bias.shape)
+            raise ValueError(f"{name} must have shape (h, d) = {(h, d)}, got {got}")
+    return _transformer_xl_terms(query, key, pos_key, index, content_bias, position_bias)
+
+
+def _transformer_xl_terms(query, key, pos_key, index, content_bias, position_bias):
     global_content = torch.einsum("hd,bhjd->bhj", content_bias, key)  # (b, h, j)
     shifted_query = query + position_bias[:, None, :]  # (b, h, i, d)
-    position = content_to_position(shifted_query, pos_key, index)  # (b, h, i, j)
+    position = _content_to_position(shifted_query, pos_key, index)  # (b, h, i, j)
     return global_content[:, :, None, :] + position  # (b, h, i, j)
 
 
@@ -123,16 +146,19 @@ class TransformerXLSelfAttention(SchemeSelfAttention):
     ) -> torch.Tensor:
         """``((b) + (c) + (d)) / sqrt(d)`` over the distances that occur, lowest first.
 
+        The range of distances is read from the positions (``int(rel.min())``, a
+        host sync): the encodings are made for the distances that occur only.
+
         Shapes:
             query: ``(b, h, i, d)``; key: ``(b, h, j, d)``
             output: ``(b, h, i, j)``
         """
-        rel = relative_distances(query_positions, key_positions)  # (i, j)
+        rel = _relative_distances(query_positions, key_positions)  # (i, j)
         lowest, highest = int(rel.min()), int(rel.max())
         distances = torch.arange(lowest, highest + 1, device=rel.device)  # (r,)
         encoding = sinusoidal_encoding(distances, self.hidden_size, dtype=query.dtype)
         pos_key = self.split_heads(self.pos_key_proj(encoding))  # (h, r, d)
-        terms = transformer_xl_terms(
+        terms = _transformer_xl_terms(
             query, key, pos_key, rel - lowest, self.content_bias, self.position_bias
         )
         return terms * self.scale  # (b, h, i, j)

@@ -32,6 +32,12 @@ changes::
 
     register_scheme("my-scheme", lambda config: (None, attention_encoder(config, make)))
 
+A new *attention* scheme is registered once, in the core, and is then a scheme
+here too (built as ``attention(hidden_size, num_heads)`` in the shared block;
+sizes from the config via :data:`ATTENTION_SETTINGS`)::
+
+    relpos.schemes.register_attention("my-attention", MySelfAttention)
+
 The schemes registered here:
 
 - ``none``: no position information at all; the model sees a bag of tokens.
@@ -64,15 +70,18 @@ Shapes:
 
 from __future__ import annotations
 
+import functools
 import math
-from typing import Callable
+from collections.abc import Iterator, MutableMapping
+from typing import Any, Callable
 
 import torch
 from torch import nn
 
 from relpos._checks import check_int
-from relpos.attention import DisentangledSelfAttention
+from relpos.core import SelfAttention
 from relpos.embedding import sinusoidal_table
+from relpos.schemes import ATTENTIONS
 from .config import Config
 
 PositionParts = tuple["nn.Module | None", nn.Module]
@@ -135,12 +144,12 @@ class SinusoidalPositions(nn.Module):
         return table[seq_len:] * self.scale  # (n, hidden): positions 0..n-1
 
 
-class ContentSelfAttention(DisentangledSelfAttention):
-    """Plain multi-head self-attention: ``DisentangledSelfAttention`` without positions.
+class ContentSelfAttention(SelfAttention):
+    """Plain multi-head self-attention: the bare ``relpos.core.SelfAttention``.
 
     The content-to-content score ``q_i . k_j / sqrt(d)`` alone, so the encoder is
-    blind to order; the absolute schemes add their positions to the input. It
-    owns no table (the parent's forward gets a constant, unused 2-row one).
+    blind to order; the absolute schemes add their positions to the input. Run
+    on the ``gather`` kernel (torch's fused attention).
 
     Shapes:
         hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
@@ -148,17 +157,7 @@ class ContentSelfAttention(DisentangledSelfAttention):
     """
 
     def __init__(self, hidden_size: int, num_heads: int) -> None:
-        super().__init__(
-            hidden_size, num_heads, max_relative_positions=1, pos_att_type=()
-        )
-        self.register_buffer(
-            "unused_table", torch.zeros(2, hidden_size), persistent=False
-        )
-
-    def forward(  # type: ignore[override]
-        self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        return super().forward(hidden_states, self.unused_table, attention_mask)
+        super().__init__(hidden_size, num_heads, backend="gather")
 
 
 class AttentionEncoder(nn.Module):
@@ -262,54 +261,90 @@ def _deberta_buckets(config: Config) -> PositionParts:
     return None, encoder
 
 
-def _scheme_encoder(config: Config, name: str, **settings: object) -> PositionParts:
-    """Blocks around ``relpos.schemes.ATTENTIONS[name]``; no input positions.
+#: The size settings an attention scheme of ``relpos.schemes.ATTENTIONS`` reads from
+#: the run's config; a scheme not listed here is built with its own defaults.
+ATTENTION_SETTINGS: dict[str, Callable[[Config], dict[str, Any]]] = {
+    "shaw": lambda config: {"max_relative_positions": config.max_relative_positions},
+    "t5": lambda config: {
+        "num_buckets": 2 * config.position_buckets,
+        "max_distance": config.bucket_max_position,
+    },
+}
+
+
+@functools.cache
+def attention_scheme(name: str) -> SchemeBuilder:
+    """The builder of ``relpos.schemes.ATTENTIONS[name]`` in the shared block.
+
+    Blocks around the scheme's attention, no input positions; its sizes from
+    :data:`ATTENTION_SETTINGS`. One builder per name (the same object each time).
 
     Shapes:
-        (builds a module; see ``AttentionEncoder``)
+        (builds modules; see ``AttentionEncoder``)
     """
-    from relpos.schemes import ATTENTIONS
 
-    attention = ATTENTIONS[name]
-    return None, attention_encoder(
-        config, lambda: attention(config.hidden_size, config.num_heads, **settings)
-    )
+    def build(config: Config) -> PositionParts:
+        attention = ATTENTIONS[name]
+        settings = ATTENTION_SETTINGS.get(name, lambda config: {})(config)
+        return None, attention_encoder(
+            config, lambda: attention(config.hidden_size, config.num_heads, **settings)
+        )
 
-
-def _shaw(config: Config) -> PositionParts:
-    k = config.max_relative_positions
-    return _scheme_encoder(config, "shaw", max_relative_positions=k)
-
-
-def _transformer_xl(config: Config) -> PositionParts:
-    return _scheme_encoder(config, "transformer_xl")
+    build.__name__ = build.__qualname__ = f"attention_scheme_{name}"
+    return build
 
 
-def _t5(config: Config) -> PositionParts:
-    buckets, distance = 2 * config.position_buckets, config.bucket_max_position
-    return _scheme_encoder(config, "t5", num_buckets=buckets, max_distance=distance)
+class _Schemes(MutableMapping):
+    """``SCHEMES``: this package's builders plus one per attention of the core's
+    registry (``relpos.schemes.ATTENTIONS``), so that an attention scheme is
+    registered once, with ``relpos.schemes.register_attention``, and is a scheme
+    here too. Iteration follows registration order."""
+
+    def __init__(self, own: dict[str, SchemeBuilder]) -> None:
+        self._own = dict(own)
+        self._removed: set[str] = set()
+
+    def _late(self) -> list[str]:
+        """Attentions registered in the core after this mapping was filled."""
+        return [n for n in ATTENTIONS if n not in self._own and n not in self._removed]
+
+    def __getitem__(self, name: str) -> SchemeBuilder:
+        if name in self._own:
+            return self._own[name]
+        if name in self._late():
+            return attention_scheme(name)
+        raise KeyError(name)
+
+    def __setitem__(self, name: str, builder: SchemeBuilder) -> None:
+        self._own[name] = builder
+        self._removed.discard(name)
+
+    def __delitem__(self, name: str) -> None:
+        if name not in self._own and name not in self._late():
+            raise KeyError(name)
+        self._own.pop(name, None)
+        self._removed.add(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*self._own, *self._late()])
+
+    def __len__(self) -> int:
+        return len(self._own) + len(self._late())
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
 
 
-def _alibi(config: Config) -> PositionParts:
-    return _scheme_encoder(config, "alibi")
-
-
-def _rotary(config: Config) -> PositionParts:
-    return _scheme_encoder(config, "rotary")
-
-
-SCHEMES: dict[str, SchemeBuilder] = {
-    "none": _none,
-    "absolute": _absolute,
-    "sinusoidal": _sinusoidal,
-    "shaw": _shaw,
-    "transformer_xl": _transformer_xl,
-    "t5": _t5,
-    "alibi": _alibi,
-    "rotary": _rotary,
-    "deberta": _deberta,
-    "deberta-buckets": _deberta_buckets,
-}
+SCHEMES: MutableMapping[str, SchemeBuilder] = _Schemes(
+    {
+        "none": _none,
+        "absolute": _absolute,
+        "sinusoidal": _sinusoidal,
+        **{name: attention_scheme(name) for name in ATTENTIONS},
+        "deberta": _deberta,
+        "deberta-buckets": _deberta_buckets,
+    }
+)
 
 
 def register_scheme(
@@ -373,6 +408,7 @@ def build_scheme(name: str, config: Config) -> PositionParts:
 
 
 __all__ = [
+    "ATTENTION_SETTINGS",
     "AttentionEncoder",
     "ContentSelfAttention",
     "EMBEDDING_STD",
@@ -381,6 +417,7 @@ __all__ = [
     "SchemeBuilder",
     "SinusoidalPositions",
     "attention_encoder",
+    "attention_scheme",
     "build_scheme",
     "content_encoder",
     "disentangled_encoder",
