@@ -3,7 +3,8 @@
 Sign convention (used everywhere in this package and the book): the relative
 position of key ``j`` seen from query ``i`` is ``i - j``, query minus key, as in
 DeBERTa. Positive means the key lies behind (before) the query; negative means
-it lies ahead. The table row of a pair is ``delta(i - j) = clamp(i - j, -k, k - 1) + k``.
+it lies ahead. The table row of a pair is
+``delta(i - j) = clamp(i - j, -k, k - 1) + k``.
 
 Shape legend:
     b  batch                    n  sequence length

@@ -73,7 +73,9 @@ def check_float_tensor(
     return value
 
 
-def check_number_tensor(name: str, value: object, shape: str, *, dim: int) -> torch.Tensor:
+def check_number_tensor(
+    name: str, value: object, shape: str, *, dim: int
+) -> torch.Tensor:
     """A real-valued tensor (integer or floating, not bool) of ``dim`` dimensions."""
     if (
         not isinstance(value, torch.Tensor)

@@ -325,9 +325,6 @@ class DisentangledSelfAttention(SelfAttention):
         ``module`` is a ``transformers`` DeBERTa-v2 or DeBERTa (v1)
         ``DisentangledSelfAttention`` (``transformers`` itself is imported only
         here; see ``relpos.interop``).
-
-        Shapes:
-            (copies weights; no tensors in or out)
         """
         return interop.from_transformers(cls, module, backend=backend)
 

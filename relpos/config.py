@@ -13,9 +13,6 @@ drift from the parameters it built. ``dataclasses.replace(config, backend="flex"
 makes a changed copy (and checks it again). Every field has a plain type (int,
 float, bool, str, a tuple of str), so a command line can build one argument per
 field from ``dataclasses.fields(AttentionConfig)``.
-
-Shapes:
-    (settings only; no tensors)
 """
 
 from __future__ import annotations
@@ -129,9 +126,6 @@ def resolve_config(
     ``settings`` are the values a constructor received; with a ``config``, each
     must be ``None`` (for ``hidden_size``, ``num_heads``) or its default, else
     the two disagree: a ``ValueError`` naming the setting.
-
-    Shapes:
-        (settings only; no tensors)
     """
     if config is None:
         return AttentionConfig(**settings)

@@ -56,11 +56,14 @@ class RelativePositionEmbedding(nn.Module):
 
     Shapes:
         weight: ``(2k, hidden)``
-        forward(seq_len) -> ``(seq_len, seq_len, hidden)``
+        output: ``(seq_len, seq_len, hidden)``, from ``forward(seq_len)``
     """
 
     def __init__(
-        self, max_relative_positions: int = 512, hidden_size: int = 768, init: str = "normal"
+        self,
+        max_relative_positions: int = 512,
+        hidden_size: int = 768,
+        init: str = "normal",
     ) -> None:
         super().__init__()
         self.max_relative_positions = check_int(
@@ -68,14 +71,18 @@ class RelativePositionEmbedding(nn.Module):
         )
         self.hidden_size = check_int("hidden_size", hidden_size, minimum=1)
         self.init = check_choice("init", init, INITS)
-        self.weight = nn.Parameter(torch.empty(2 * self.max_relative_positions, self.hidden_size))
+        self.weight = nn.Parameter(
+            torch.empty(2 * self.max_relative_positions, self.hidden_size)
+        )
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """Fill the table again according to ``self.init``."""
         with torch.no_grad():
             if self.init == "sinusoidal":
-                self.weight.copy_(sinusoidal_table(self.max_relative_positions, self.hidden_size))
+                self.weight.copy_(
+                    sinusoidal_table(self.max_relative_positions, self.hidden_size)
+                )
             else:
                 nn.init.normal_(self.weight, mean=0.0, std=0.02)
 
@@ -90,7 +97,9 @@ class RelativePositionEmbedding(nn.Module):
         """
         seq_len = check_int("seq_len", seq_len, minimum=0)
         index = relative_position_index(
-            seq_len, max_relative_positions=self.max_relative_positions, device=self.weight.device
+            seq_len,
+            max_relative_positions=self.max_relative_positions,
+            device=self.weight.device,
         )  # (i, j)
         return self.weight[index]  # (i, j, hidden)
 
@@ -102,7 +111,9 @@ class RelativePositionEmbedding(nn.Module):
 
 
 def row_cosine_similarity(
-    weight: torch.Tensor, max_relative_positions: int, distances: range | list[int] = range(-16, 16)
+    weight: torch.Tensor,
+    max_relative_positions: int,
+    distances: range | list[int] = range(-16, 16),
 ) -> torch.Tensor:
     """Cosine similarity between the table rows of the given distances.
 
@@ -114,29 +125,36 @@ def row_cosine_similarity(
         output: ``(len(distances), len(distances))``
     """
     k = check_int("max_relative_positions", max_relative_positions, minimum=1)
-    if not isinstance(weight, torch.Tensor) or weight.dim() != 2 or weight.shape[0] != 2 * k:
-        got = tuple(weight.shape) if isinstance(weight, torch.Tensor) else type(weight).__name__
-        raise ValueError(f"weight must have shape (2 * max_relative_positions, hidden) = ({2 * k}, hidden), got {got}")
+    if (
+        not isinstance(weight, torch.Tensor)
+        or weight.dim() != 2
+        or weight.shape[0] != 2 * k
+    ):
+        got = (
+            tuple(weight.shape)
+            if isinstance(weight, torch.Tensor)
+            else type(weight).__name__
+        )
+        raise ValueError(
+            "weight must have shape (2 * max_relative_positions, hidden) = "
+            f"({2 * k}, hidden), got {got}"
+        )
     rows = delta(torch.tensor(list(distances), dtype=torch.long), k)  # (m,)
-    picked = torch.nn.functional.normalize(weight.detach()[rows].double(), dim=-1)  # (m, hidden)
+    picked = torch.nn.functional.normalize(
+        weight.detach()[rows].double(), dim=-1
+    )  # (m, hidden)
     return picked @ picked.T  # (m, m)
 
 
 def per_pair_memory_bytes(seq_len: int, hidden_size: int, element_size: int = 4) -> int:
-    """Bytes of the ``(n, n, hidden)`` per-pair tensor.
-
-    Shapes:
-        (scalars only)
-    """
+    """Bytes of the ``(n, n, hidden)`` per-pair tensor."""
     return seq_len * seq_len * hidden_size * element_size
 
 
-def table_memory_bytes(max_relative_positions: int, hidden_size: int, element_size: int = 4) -> int:
-    """Bytes of the ``(2k, hidden)`` table.
-
-    Shapes:
-        (scalars only)
-    """
+def table_memory_bytes(
+    max_relative_positions: int, hidden_size: int, element_size: int = 4
+) -> int:
+    """Bytes of the ``(2k, hidden)`` table."""
     return 2 * max_relative_positions * hidden_size * element_size
 
 
@@ -148,4 +166,3 @@ __all__ = [
     "table_memory_bytes",
     "INITS",
 ]
-

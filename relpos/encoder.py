@@ -305,8 +305,8 @@ class DisentangledEncoder(nn.Module):
             ``dropout``.
         config: the attention settings as one ``relpos.AttentionConfig``; every
             layer's attention is built from it (``encoder.config``).
-        other arguments: as for ``DisentangledEncoderLayer`` (the attention
-            settings are the fields of ``AttentionConfig``, with its defaults).
+        others: as for ``DisentangledEncoderLayer`` (the attention settings
+            are the fields of ``AttentionConfig``, with its defaults).
 
     Attributes:
         table: the ``RelativePositionEmbedding`` whose ``weight`` is the shared
@@ -427,9 +427,6 @@ class DisentangledEncoder(nn.Module):
         Weights are copied, not shared; the result has the module's device,
         dtype and train/eval mode. Settings relpos does not implement raise a
         ``ValueError`` naming the setting (see ``relpos.interop``).
-
-        Shapes:
-            (copies weights; no tensors in or out)
         """
         return interop.encoder_from_transformers(cls, module, backend=backend)
 

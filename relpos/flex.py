@@ -3,9 +3,6 @@
 The kernel itself lives in ``relpos.backends.flex`` next to the other backends;
 this module re-exports it (``relpos.flex.make_score_mod``,
 ``relpos.flex.full_block_mask``, ``relpos.flex.FlexUnavailableError``, ...).
-
-Shapes:
-    (see ``relpos.backends.flex``)
 """
 
 from __future__ import annotations

@@ -100,9 +100,6 @@ def from_transformers(
     is read from the module itself; the weights are copied, not shared. The new
     module lives on the same device and dtype as ``module`` and has its
     train/eval mode. For v1 see the module docstring.
-
-    Shapes:
-        (copies weights; no tensors in or out)
     """
     v2 = _transformers_module("v2").DisentangledSelfAttention
     v1 = _transformers_module("v1").DisentangledSelfAttention
@@ -232,9 +229,6 @@ def encoder_from_transformers(
     ``attention_head_size`` that does not multiply out to ``hidden_size``, no
     layers. A v1 ``DebertaEncoder`` is a ``TypeError`` (convert its attention
     layers one by one).
-
-    Shapes:
-        (copies weights; no tensors in or out)
     """
     modeling = _transformers_module("v2")
     if isinstance(module, modeling.DebertaV2Model):

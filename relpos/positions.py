@@ -1,4 +1,4 @@
-"""Relative positions: the distance ``i - j``, the clip-and-shift index delta, log buckets.
+"""Relative positions: the distance ``i - j``, the clip-and-shift delta, log buckets.
 
 Convention: query index minus key index. ``r = i - j > 0`` means the key lies
 *behind* (before) the query; ``r < 0`` means it lies ahead.
@@ -18,7 +18,10 @@ from ._checks import check_int, check_int_tensor
 
 
 def relative_positions(
-    query_len: int, key_len: int | None = None, *, device: torch.device | str | None = None
+    query_len: int,
+    key_len: int | None = None,
+    *,
+    device: torch.device | str | None = None,
 ) -> torch.Tensor:
     """The signed distance ``i - j`` for every (query, key) pair.
 
@@ -47,7 +50,7 @@ def delta(rel: torch.Tensor, max_relative_positions: int) -> torch.Tensor: ...
 
 
 def delta(rel: int | torch.Tensor, max_relative_positions: int) -> int | torch.Tensor:
-    """Clip a distance to ``[-k, k - 1]`` and shift it by ``k``: the row of the ``2k`` table.
+    """Clip a distance to ``[-k, k - 1]``, shift it by ``k``: its row of the table.
 
     ``delta(r) = clamp(r, -k, k - 1) + k``. Distance ``-k`` (and anything further
     ahead) maps to row 0, distance 0 to row ``k``, distance ``k - 1`` (and anything
@@ -58,7 +61,7 @@ def delta(rel: int | torch.Tensor, max_relative_positions: int) -> int | torch.T
         max_relative_positions: ``k``, a positive int.
 
     Returns:
-        An int for an int input, else a ``torch.long`` tensor, with values in ``[0, 2k)``.
+        An int for an int input, else a ``torch.long`` tensor; values in ``[0, 2k)``.
 
     Shapes:
         rel: any shape ``(*)``
@@ -107,7 +110,8 @@ def log_bucket_position(
     mid = bucket_size // 2
     if max_position - 1 <= mid:
         raise ValueError(
-            f"max_position must be > bucket_size // 2 + 1 so the log scale is defined, got "
+            "max_position must be > bucket_size // 2 + 1 so the log scale is defined, "
+            "got "
             f"max_position={max_position} and bucket_size={bucket_size}"
         )
     # The exact region is |r| <= mid; the float32 arithmetic below follows the
@@ -115,7 +119,9 @@ def log_bucket_position(
     magnitude = rel.abs()
     far = magnitude > mid
     safe = torch.where(far, magnitude, torch.full_like(magnitude, mid)).float()
-    log_ratio = torch.log(safe / mid) / torch.log(torch.tensor((max_position - 1) / mid, dtype=torch.float32))
+    log_ratio = torch.log(safe / mid) / torch.log(
+        torch.tensor((max_position - 1) / mid, dtype=torch.float32)
+    )
     far_bucket = (torch.ceil(log_ratio * (mid - 1)) + mid).long()
     return torch.where(far, far_bucket * rel.sign(), rel)
 
@@ -123,7 +129,7 @@ def log_bucket_position(
 def position_index(
     rel: torch.Tensor, *, max_relative_positions: int, position_buckets: int = -1
 ) -> torch.Tensor:
-    """The table row for each distance: log bucket (when ``position_buckets > 0``), then delta.
+    """The table row of each distance: its log bucket (if buckets are on), then delta.
 
     Without buckets this is ``delta(rel, max_relative_positions)``. With buckets,
     each distance is first mapped by ``log_bucket_position(rel, position_buckets,
@@ -177,7 +183,9 @@ def relative_position_index(
     """
     rel = relative_positions(query_len, key_len, device=device)  # (i, j)
     return position_index(
-        rel, max_relative_positions=max_relative_positions, position_buckets=position_buckets
+        rel,
+        max_relative_positions=max_relative_positions,
+        position_buckets=position_buckets,
     )
 
 
@@ -188,7 +196,7 @@ def distance_lookup(
     position_buckets: int = -1,
     device: torch.device | str | None = None,
 ) -> torch.Tensor:
-    """The table row of every distance a ``seq_len`` sequence has, stored at ``i - j + seq_len - 1``.
+    """The table row of every distance of a sequence, at ``i - j + seq_len - 1``.
 
     A sequence of length n has only ``2n - 1`` distinct distances, so its whole
     ``(n, n)`` index is determined by this ``(2n - 1,)`` vector:
@@ -199,14 +207,18 @@ def distance_lookup(
         output: ``(2 * seq_len - 1,)``, empty when ``seq_len == 0``
     """
     seq_len = check_int("seq_len", seq_len, minimum=0)
-    rel = torch.arange(1 - max(seq_len, 1), seq_len, dtype=torch.long, device=device)  # (2n - 1,)
+    rel = torch.arange(
+        1 - max(seq_len, 1), seq_len, dtype=torch.long, device=device
+    )  # (2n - 1,)
     return position_index(
-        rel, max_relative_positions=max_relative_positions, position_buckets=position_buckets
+        rel,
+        max_relative_positions=max_relative_positions,
+        position_buckets=position_buckets,
     )
 
 
 def index_from_lookup(lookup: torch.Tensor) -> torch.Tensor:
-    """Expand a ``distance_lookup`` into the ``(n, n)`` index, ``index[i, j] = lookup[i - j + n - 1]``.
+    """Expand a ``distance_lookup`` to the ``(n, n)`` index: ``lookup[i - j + n - 1]``.
 
     The index is a Toeplitz matrix (constant along each diagonal), so it is read
     as a strided view of the reversed lookup and copied once.
@@ -218,17 +230,16 @@ def index_from_lookup(lookup: torch.Tensor) -> torch.Tensor:
     n = (lookup.shape[0] + 1) // 2
     if n == 0:
         return lookup.new_empty(0, 0)
-    reversed_rows = lookup.flip(0).as_strided((n, n), (1, 1))  # [a, j] = lookup[2n - 2 - a - j]
+    reversed_rows = lookup.flip(0).as_strided(
+        (n, n), (1, 1)
+    )  # [a, j] = lookup[2n - 2 - a - j]
     return reversed_rows.flip(0)  # [i, j] = lookup[n - 1 + i - j]
 
 
 def attention_span(max_relative_positions: int, position_buckets: int = -1) -> int:
-    """The span ``k`` of the table: ``position_buckets`` if positive, else ``max_relative_positions``.
+    """The span ``k``: ``position_buckets`` if > 0, else ``max_relative_positions``.
 
     The relative-position table has ``2 * attention_span(...)`` rows.
-
-    Shapes:
-        (scalars only)
     """
     k = check_int("max_relative_positions", max_relative_positions, minimum=1)
     buckets = check_buckets(k, position_buckets)
@@ -243,9 +254,6 @@ def check_buckets(max_relative_positions: int, position_buckets: int) -> int:
     ``max_relative_positions > position_buckets // 2 + 1`` (so that the log
     scale of ``log_bucket_position`` is defined). Anything else, ``-5`` included,
     is a ``ValueError`` naming ``position_buckets``.
-
-    Shapes:
-        (scalars only)
     """
     buckets = check_int("position_buckets", position_buckets)
     if buckets in (-1, 0):
@@ -263,10 +271,9 @@ def check_buckets(max_relative_positions: int, position_buckets: int) -> int:
 
 
 def exact_bucket_limit(bucket_size: int) -> int:
-    """The largest ``|r|`` that ``log_bucket_position`` keeps exact: ``bucket_size // 2``.
+    """The largest ``|r|`` that ``log_bucket_position`` keeps exact, half the buckets.
 
-    Shapes:
-        (scalars only)
+    That is ``bucket_size // 2``.
     """
     return check_int("bucket_size", bucket_size, minimum=2) // 2
 

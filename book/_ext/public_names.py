@@ -72,38 +72,6 @@ def autodoc_lines(package: str, name: str) -> list[str]:
     return lines + [""]
 
 
-# Interim, until the core's docstrings say these lines in valid reST/Google style:
-# each rewrites one docstring line (matched without its indentation) that breaks
-# the page's reST or napoleon's reading of it. A line no longer there is left alone,
-# so an entry does nothing once its docstring is fixed, and can then go.
-DOCSTRING_FIXES: dict[str, dict[str, list[str]]] = {
-    "relpos.RelativePositionEmbedding": {
-        "forward(seq_len) -> ``(seq_len, seq_len, hidden)``": [
-            "output: ``(seq_len, seq_len, hidden)``, from ``forward(seq_len)``"
-        ],
-    },
-    "relpos.DisentangledEncoderLayer": {
-        "hidden_size, num_heads, max_relative_positions, position_buckets,": [
-            "hidden_size, num_heads, max_relative_positions, position_buckets: as for",
-            "    ``DisentangledSelfAttention``.",
-        ],
-    },
-    "relpos.DisentangledEncoder": {
-        "other arguments: as for ``DisentangledEncoderLayer``.": [
-            "others: as for ``DisentangledEncoderLayer``."
-        ],
-    },
-}
-
-
-def fix_docstring(app, what, name, obj, options, lines: list[str]) -> None:
-    fixes = DOCSTRING_FIXES.get(name, {})
-    for index in reversed(range(len(lines))):
-        line = lines[index]
-        new = fixes.get(line.strip())
-        if new is not None:
-            indent = line[: len(line) - len(line.lstrip())]
-            lines[index : index + 1] = [indent + n for n in new]
 
 
 def drop_field_aliases(app, what, name, obj, options, lines: list[str]) -> None:
@@ -162,7 +130,6 @@ def setup(app):
     app.add_directive("public-names", PublicNames)
     app.connect("autodoc-process-docstring", drop_field_aliases)
     # before napoleon (priority 500) reads the sections
-    app.connect("autodoc-process-docstring", fix_docstring, priority=400)
     # before the table of contents is read from the page
     app.connect("doctree-read", drop_empty_sections, priority=400)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

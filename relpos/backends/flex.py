@@ -86,7 +86,8 @@ def full_block_mask(seq_len: int, device: str, block_size: int = 128):
     See ``_full_block_mask``.
 
     Shapes:
-        (one tile index per (query block, key block): ``(1, 1, nb, nb)``)
+        output: a BlockMask of ``nb = ceil(n / block_size)`` blocks per side, one
+        tile index per (query block, key block): ``(1, 1, nb, nb)``
     """
     return _full_block_mask(seq_len, device, block_size)
 
@@ -100,7 +101,8 @@ def _full_block_mask(seq_len: int, device: str, block_size: int):
     the block indices directly: ``O((n / block_size)^2)`` integers, not ``n^2``.
 
     Shapes:
-        (one tile index per (query block, key block): ``(1, 1, nb, nb)``)
+        output: a BlockMask of ``nb = ceil(n / block_size)`` blocks per side, one
+        tile index per (query block, key block): ``(1, 1, nb, nb)``
     """
     from torch.nn.attention.flex_attention import BlockMask, noop_mask
 

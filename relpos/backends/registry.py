@@ -89,9 +89,6 @@ def register_backend(
 
     ``scores(query, key, terms, key_mask, scale) -> AttentionScores`` is optional.
     A taken ``name`` is a ``ValueError`` unless ``replace=True``.
-
-    Shapes:
-        (registers functions; see the module docstring)
     """
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"name must be a plain identifier string, got {name!r}")
@@ -106,9 +103,6 @@ def register_backend(
 
 def get_backend(name: str) -> Backend:
     """The kernel registered as ``name``; a ``ValueError`` naming ``backend`` otherwise.
-
-    Shapes:
-        (no tensors)
     """
     if not isinstance(name, str) or name not in _REGISTRY:
         raise ValueError(f"backend must be one of {tuple(_REGISTRY)}, got {name!r}")

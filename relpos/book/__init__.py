@@ -1,4 +1,4 @@
-"""The book's machinery, built on the core: exercise checks, figures, results, experiments.
+"""The book's machinery on the core: exercise checks, figures, results, experiments.
 
 Nothing in the core (``relpos`` without ``.book``) imports this package, and
 ``import relpos`` loads neither it nor matplotlib. It needs the ``book`` extra
@@ -9,5 +9,6 @@ Nothing in the core (``relpos`` without ``.book``) imports this package, and
 - ``relpos.book.results``: the committed benchmark and sweep JSON (package data);
 - ``relpos.book.experiments``: tiny models trained on synthetic tasks
   (``python -m relpos.book.experiments``);
-- ``relpos.book.bench``: the speed and memory benchmark (``python -m relpos.book.bench``).
+- ``relpos.book.bench``: the speed and memory benchmark
+  (``python -m relpos.book.bench``).
 """

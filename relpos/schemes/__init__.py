@@ -71,9 +71,6 @@ def register_attention(
     ``attention(hidden_size, num_heads)``. A taken ``name`` is a ``ValueError``
     unless ``replace=True``; a name must be lowercase letters, digits, ``-``
     and ``_`` (it is also a scheme name on the experiments' command line).
-
-    Shapes:
-        (registers a class; no tensors)
     """
     plain = isinstance(name, str) and name and all(
         c.isdigit() or c in "-_" or (c.isalpha() and c.islower()) for c in name

@@ -60,9 +60,6 @@ def t5_exact_limit(num_buckets: int, *, bidirectional: bool = True) -> int:
     Distances ``|r| < t5_exact_limit(...)`` are exact: ``num_buckets // 4`` for the
     bidirectional buckets (half the buckets per side, half of those exact),
     ``num_buckets // 2`` for the causal ones.
-
-    Shapes:
-        (scalars only)
     """
     if not isinstance(bidirectional, bool):
         raise TypeError(f"bidirectional must be a bool, got {bidirectional!r}")

@@ -99,7 +99,9 @@ def transformer_xl_terms(
         if tuple(bias.shape) != (h, d):
             got = tuple(bias.shape)
             raise ValueError(f"{name} must have shape (h, d) = {(h, d)}, got {got}")
-    return _transformer_xl_terms(query, key, pos_key, index, content_bias, position_bias)
+    return _transformer_xl_terms(
+        query, key, pos_key, index, content_bias, position_bias
+    )
 
 
 def _transformer_xl_terms(query, key, pos_key, index, content_bias, position_bias):
