@@ -95,6 +95,14 @@ def c2p_only_scale(answer: Any) -> str:
     return "1 / sqrt(2d): c2c plus one position term."
 
 
+def _items(answer: Any) -> list | None:
+    """The entries of ``answer`` if it can be iterated over, else None."""
+    try:
+        return list(answer)
+    except TypeError:
+        return None
+
+
 @exercise("ch4-ex4")
 def p2c_gradient_targets(answer: Any) -> str:
     """The projection weights that the p2c term sends gradient to, with separate keys.
@@ -102,9 +110,13 @@ def p2c_gradient_targets(answer: Any) -> str:
     Shapes:
         (names only)
     """
-    if isinstance(answer, str) or not all(isinstance(x, str) for x in answer):
-        fail("give the names as a set of strings, such as {'key_proj', ...}")
-    names = set(answer)
+    items = None if isinstance(answer, str) else _items(answer)
+    if items is None or not all(isinstance(x, str) for x in items):
+        fail(
+            "give the names as a set of strings, such as {'key_proj', ...}; got "
+            f"{type(answer).__name__} {answer!r:.60}"
+        )
+    names = set(items)
     expected = {"key_proj", "pos_query_proj"}
     if names == {"query_proj", "key_proj"}:
         fail(
