@@ -1,4 +1,4 @@
-"""Tests of relpos.book.experiments: tasks, schemes, model, trainer, measures, sweep and CLI.
+"""relpos.book.experiments: tasks, schemes, model, trainer, measures, sweep and CLI.
 
 Every training run here is tiny (a few steps, width 8-32) except one: the
 deberta scheme learning the relative task, a few hundred steps of a width-32
