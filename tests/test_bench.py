@@ -9,17 +9,14 @@ takes tens of seconds; the full benchmark run exercises it.
 from __future__ import annotations
 
 import json
-import statistics
-import subprocess
-import sys
-from pathlib import Path
+import math
 
 import pytest
 import torch
 
 from relpos.book import bench, results
+from relpos.book.bench.config import MIB
 
-ROOT = Path(__file__).resolve().parent.parent
 TINY = dict(
     hidden=32, heads=4, max_relative_positions=8, position_buckets=4, matmul_size=128
 )
@@ -36,42 +33,54 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
     return data, path
 
 
+@pytest.mark.slow
 def test_results_follow_the_schema(run):
+    # Presence, types and ranges: the FLOP formula and the fraction are checked
+    # against torch's own count and a synthetic run in test_roofline.py.
     data, _ = run
     assert data["schema"] == 2
-    for key in ("platform", "processor", "cpu_count", "torch", "transformers", "device", "device_name"):
+    for key in ("platform", "processor", "cpu_count", "torch", "transformers",
+                "device", "device_name"):
         assert key in data["machine"], key
     matmul = data["machine"]["matmul"]
     assert (matmul["size"], matmul["dtype"]) == (128, "float32")
     assert matmul["device"] == "cpu"
     assert matmul["threads"] == data["machine"]["threads"] == torch.get_num_threads()
     assert len(matmul["runs_s"]) == 4  # repeats before the timings and again after them
-    median = statistics.median(matmul["runs_s"])
-    assert matmul["flop_per_s"] == pytest.approx(2 * 128**3 / median)
+    product_s = 2 * matmul["size"] ** 3 / matmul["flop_per_s"]  # one run's time
+    assert min(matmul["runs_s"]) <= product_s <= max(matmul["runs_s"])
     assert data["machine"]["device"] == "cpu"
     assert data["machine"]["torch"] == torch.__version__
     config = data["config"]
     assert {k: config[k] for k in TINY} == TINY
     assert (config["dtype"], config["batch"], config["repeats"]) == ("float32", 1, 2)
-    assert [(r["backend"], r["n"]) for r in data["results"]] == [(b, n) for n in LENGTHS for b in BACKENDS]
+    expected = [(b, n) for n in LENGTHS for b in BACKENDS]
+    assert [(r["backend"], r["n"]) for r in data["results"]] == expected
     for row in data["results"]:
         assert set(bench.RESULT_KEYS) <= set(row), row
         assert row["status"] == "ok", row
-        assert row["error"] is None and row["compile_s"] is None and row["backward_s"] is None
+        assert row["error"] is None and row["compile_s"] is None
+        assert row["backward_s"] is None and row["backward_peak_bytes"] is None
         assert isinstance(row["forward_s"], float) and row["forward_s"] > 0
-        assert len(row["forward_runs_s"]) == 2 and min(row["forward_runs_s"]) > 0
+        runs = row["forward_runs_s"]
+        assert len(runs) == 2 and min(runs) <= row["forward_s"] <= max(runs)
         assert isinstance(row["peak_bytes"], int) and row["peak_bytes"] > 0, row
-        # span 4: the four log buckets
-        assert row["flops"] == bench.forward_flops(row["n"], 32, 4, 4, 1), row
-        fraction = row["flops"] / row["forward_s"] / matmul["flop_per_s"]
-        assert row["roofline_fraction"] == pytest.approx(fraction), row
+        assert isinstance(row["flops"], int) and row["flops"] > 0, row
+        fraction = row["roofline_fraction"]
+        assert isinstance(fraction, float) and 0 < fraction < math.inf, row
+    flops = {(r["backend"], r["n"]): r["flops"] for r in data["results"]}
+    for n in LENGTHS:  # the same work whatever the backend, more at the longer length
+        assert len({flops[b, n] for b in BACKENDS}) == 1
+    assert flops["gather", LENGTHS[-1]] > flops["gather", LENGTHS[0]]
 
 
+@pytest.mark.slow
 def test_written_file_reads_back_identically(run):
     data, path = run
     assert bench.load_results(path) == json.loads(json.dumps(data))
 
 
+@pytest.mark.slow
 def test_naive_needs_more_memory_than_gather_at_the_longer_length(run):
     # The per-pair table is (n, n, hidden): 32 times a (b, h, n, n) score tensor here.
     data, _ = run
@@ -79,20 +88,31 @@ def test_naive_needs_more_memory_than_gather_at_the_longer_length(run):
     assert peak["naive"] > 2 * peak["transformers"] > 2 * peak["gather"]
 
 
-def test_ratios_are_one_for_the_reference(run):
-    data, _ = run
-    table = bench.ratios(data)
-    assert [(r["backend"], r["n"]) for r in table] == [(r["backend"], r["n"]) for r in data["results"]]
-    for ratio, row in zip(table, data["results"]):
-        if row["backend"] == "transformers":
-            assert ratio["time_ratio"] == 1.0 and ratio["memory_ratio"] == 1.0
-        else:
-            ref = next(r for r in data["results"] if r["n"] == row["n"] and r["backend"] == "transformers")
-            assert ratio["time_ratio"] == pytest.approx(row["forward_s"] / ref["forward_s"])
-            assert ratio["memory_ratio"] == pytest.approx(row["peak_bytes"] / ref["peak_bytes"])
-        assert ratio["backward_ratio"] is None
+def _row(backend: str, n: int, forward_s, peak_bytes, backward_s=None,
+         status: str = "ok") -> dict:
+    return dict(backend=backend, n=n, forward_s=forward_s, backward_s=backward_s,
+                peak_bytes=peak_bytes, status=status)
 
 
+def test_ratios_are_one_for_the_reference():
+    # Known numbers: forwards of 5, 1 and 2 s; peaks of 4, 8 and 1 MiB; fwd+bwd 10, 3 s.
+    rows = [
+        _row("transformers", 64, 5.0, 4 * MIB, backward_s=10.0),
+        _row("gather", 64, 1.0, 8 * MIB, backward_s=3.0),
+        _row("flex", 64, 2.0, 1 * MIB),
+        _row("naive", 64, None, None, status="skipped"),
+        _row("gather", 128, 4.0, 2 * MIB),  # no transformers row at this length
+        _row("transformers", 256, None, 4 * MIB, status="oom"),  # failed timed
+        _row("gather", 256, 4.0, 2 * MIB),  # its reference failed: no ratio
+    ]
+    table = bench.ratios({"results": rows})
+    assert [(r["backend"], r["n"]) for r in table] == [(r["backend"], r["n"]) for r in rows]
+    got = [(r["time_ratio"], r["memory_ratio"], r["backward_ratio"]) for r in table]
+    assert got[:3] == [(1.0, 1.0, 1.0), (0.2, 2.0, 0.3), (0.4, 0.25, None)]
+    assert got[3:] == [(None, None, None)] * 4
+
+
+@pytest.mark.slow
 def test_table_names_every_backend_and_length(run):
     data, _ = run
     text = bench.format_table(data)
@@ -122,7 +142,17 @@ def test_skips_are_recorded_with_their_reason():
     assert "--naive-max-length 16" in bench.format_table(data)
 
 
-def test_a_failing_measurement_is_recorded_and_the_run_goes_on(monkeypatch):
+@pytest.fixture
+def one_thread():
+    """One torch thread, restored after: these tiny shapes run some ten times faster
+    so on a busy machine (two threads wait on each other)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_a_failing_measurement_is_recorded_and_the_run_goes_on(monkeypatch, one_thread):
     real_forward_fn = bench.forward_fn
 
     def forward_fn(backend, module, inputs):
@@ -149,27 +179,35 @@ def test_a_failing_measurement_is_recorded_and_the_run_goes_on(monkeypatch):
         [16], ["gather", "transformers"], repeats=3, device="cpu", progress=None, **TINY
     )
     gather, transformers = data["results"]
-    assert gather["status"] == "oom" and "can't allocate memory" in gather["error"]
+    # relpos' own record: the status it classified and the exception's type it named
+    assert gather["status"] == "oom" and gather["error"].startswith("RuntimeError: ")
     assert gather["forward_s"] is None and gather["peak_bytes"] is not None
     assert transformers["status"] == "ok" and transformers["forward_s"] > 0
     assert len(transformers["forward_runs_s"]) == 3
     assert "oom" in bench.format_table(data)
 
 
+@pytest.mark.slow
 def test_backward_is_timed_and_measured(monkeypatch):
     def memory_in_process(backend, n, config):
         return bench.measure_memory(backend, n, config)
 
     monkeypatch.setattr(bench.measure, "memory_in_subprocess", memory_in_process)
     data = bench.run_benchmark(
-        [64], ["transformers", "gather"], repeats=2, device="cpu", backward=True, progress=None, **TINY
+        [64], ["transformers", "gather"], repeats=3, device="cpu", backward=True,
+        progress=None, **TINY,
     )
     assert data["config"]["backward"] is True
     for row in data["results"]:
         assert row["status"] == "ok", row
-        assert row["backward_s"] > 0 and len(row["backward_runs_s"]) == 2
-        # Measured in this process here, so only its presence is checked (the heap reuses freed blocks).
-        assert isinstance(row["backward_peak_bytes"], int) and row["backward_peak_bytes"] >= 0
+        backward, runs = row["backward_s"], row["backward_runs_s"]
+        assert isinstance(backward, float) and math.isfinite(backward), row
+        assert len(runs) == 3 and min(runs) <= backward <= max(runs), row
+        # a forward plus its backward does about three times the forward's work
+        assert backward > 1.5 * row["forward_s"], row
+        # Measured in this process here, where the heap reuses freed blocks: its
+        # size is not comparable with the forward's, only its presence is checked.
+        assert isinstance(row["backward_peak_bytes"], int), row
     assert bench.ratios(data)[0]["backward_ratio"] == 1.0
     assert "fwd+bwd s" in bench.format_table(data)
 
@@ -242,8 +280,9 @@ def test_load_results_rejects_other_schemas(tmp_path):
         bench.load_results(path)
 
 
-def test_load_results_wants_the_roofline_from_schema_2_on(run, tmp_path):
-    data, _ = run
+def test_load_results_wants_the_roofline_from_schema_2_on(tmp_path):
+    data = results.load("bench_cpu.json")  # the CPU run stored with the book, schema 2
+    assert data["schema"] == 2 and bench.load_results(results.path("bench_cpu.json"))
     path = tmp_path / "edited.json"
     no_matmul = json.loads(json.dumps(data))
     del no_matmul["machine"]["matmul"]
@@ -257,16 +296,17 @@ def test_load_results_wants_the_roofline_from_schema_2_on(run, tmp_path):
         bench.load_results(path)
 
 
-def test_command_line_help_exits_cleanly():
-    done = subprocess.run(
-        [sys.executable, "-m", "relpos.book.bench", "--help"], capture_output=True, text=True, cwd=ROOT
-    )
-    assert done.returncode == 0, done.stderr
+def test_command_line_help_exits_cleanly(capsys):
+    # In-process; test_cli.py runs the module from the shell.
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--help"])
+    assert stop.value.code == 0
+    out = capsys.readouterr().out
     options = ("--lengths", "--backends", "--naive-max-length", "--max-memory-gb",
                "--backward", "--matmul-size")
     for option in options:
-        assert option in done.stdout
-    assert "--_measure-memory" not in done.stdout
+        assert option in out
+    assert "--_measure-memory" not in out
 
 
 def test_command_line_rejects_unknown_backend():

@@ -319,6 +319,7 @@ def test_the_hidden_child_mode_stays_out_of_the_help():
 # -- from the shell: exit status 2, one line -------------------------------------------
 
 
+@pytest.mark.slow  # a fresh Python process imports torch: seconds each
 @pytest.mark.parametrize(
     "module, argv, flag",
     [

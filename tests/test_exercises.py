@@ -484,8 +484,10 @@ def test_unknown_label_and_wrong_answer_types():
         check("ch3-ex2", "3344")
 
 
-def test_checks_raise_assertion_errors():
-    assert issubclass(ExerciseError, AssertionError)
+def test_a_wrong_answer_fails_as_an_assertion():
+    # A grader that counts AssertionErrors (nbgrader, a bare assert) sees it fail.
+    with pytest.raises(AssertionError, match=r"^ch1-ex1: not yet\. .*j - i"):
+        check("ch1-ex1", key_minus_query)
 
 
 CHECK_CALL = re.compile(r"""check\(\s*["'](ch\d+-ex\d+)["']""")
@@ -515,7 +517,10 @@ def test_every_check_is_used_by_one_chapter():
 
 # -- malformed answers: never "correct", always an error that says why ----------------
 
-BAD_ANSWERS = [float("nan"), float("inf"), -float("inf"), [], {}, torch.tensor(float("nan"))]
+BAD_ANSWERS = [
+    float("nan"), float("inf"), -float("inf"), [], {}, torch.tensor(float("nan")),
+    True, None,
+]
 
 
 def _answer_count(label: str) -> int:
@@ -527,15 +532,35 @@ def _answer_count(label: str) -> int:
     return sum(1 for p in parameters if p.kind is not p.KEYWORD_ONLY)
 
 
+def _context(label: str) -> dict[str, Any]:
+    """The keywords the check needs (this file's, or a default Config for a later
+    chapter's ``config=``), so that the answer is what it reads."""
+    if label in CASES:
+        return CASES[label][0]()[1]
+    import inspect
+
+    from relpos.book.exercises import _core
+    from relpos.book.experiments import Config
+
+    parameters = inspect.signature(_core._CHECKS[label]).parameters.values()
+    needed = [p.name for p in parameters if p.kind is p.KEYWORD_ONLY and
+              p.default is p.empty]
+    assert set(needed) <= {"config"}, (label, needed)
+    return {name: Config() for name in needed}
+
+
 @pytest.mark.parametrize("label", labels())
 @pytest.mark.parametrize("bad", BAD_ANSWERS, ids=repr)
 def test_malformed_answers_never_pass(label, bad, capsys):
     # Every answer replaced by the bad value (with the chapter's context where this
     # file has it): an error, and nothing printed as correct.
-    context = CASES[label][0]()[1] if label in CASES else {}
+    context = _context(label)
     with pytest.raises((ExerciseError, TypeError, ValueError)) as error:
         check(label, *[bad] * _answer_count(label), **context)
     assert "correct" not in capsys.readouterr().out
+    if bad is True or bad is None:  # a hint, or a TypeError that names the answer
+        named = error.type is TypeError and "answer" in str(error.value)
+        assert error.type is ExerciseError or named, (label, error.value)
     if isinstance(bad, float) or isinstance(bad, torch.Tensor):
         if label in CASES or _answer_count(label) == 1:
             assert error.type is ValueError, (label, error.value)

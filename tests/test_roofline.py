@@ -173,15 +173,26 @@ def test_results_without_the_roofline_get_flops_from_their_config():
     assert all(r["floor_s"] is None and r["fraction"] is None for r in table)
 
 
-def test_committed_schema_1_results_still_load_unchanged():
-    data = bench.load_results(results.path("bench_cpu.json"))
-    assert data == results.load("bench_cpu.json")
-    if data["schema"] == 1:
-        assert all(r["fraction"] is None for r in bench.roofline(data))
-        assert "no matmul throughput" in bench.format_table(data)
-    else:  # once the benchmark is rerun with the roofline
-        assert all(r["roofline_fraction"] == f["fraction"]
-                   for r, f in zip(data["results"], bench.roofline(data)))
+def _schema_1() -> dict:
+    """The synthetic run as the benchmark wrote it before the roofline: no FLOP."""
+    data = _synthetic()
+    data["schema"] = 1
+    del data["machine"]["matmul"]
+    for row in data["results"]:
+        del row["flops"], row["roofline_fraction"]
+    return data
+
+
+def test_schema_1_results_load_unchanged_and_schema_2_needs_the_roofline(tmp_path):
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(_schema_1()))
+    data = bench.load_results(path)
+    assert data == _schema_1()
+    assert all(r["fraction"] is None for r in bench.roofline(data))
+    assert "no matmul throughput" in bench.format_table(data)
+    path.write_text(json.dumps({**_schema_1(), "schema": 2}))
+    with pytest.raises(ValueError, match=r"machine.matmul lacks .* \(schema 2\)"):
+        bench.load_results(path)
 
 
 def test_synthetic_results_load(tmp_path):

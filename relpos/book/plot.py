@@ -6,7 +6,7 @@ keep their points in ``ax.lines``. Figures are made with ``matplotlib.figure.Fig
 not pyplot, so nothing is kept open globally and notebooks show a figure once,
 when a cell returns it.
 
-Shapes:
+Shape legend:
     matrices drawn are ``(i, j)``: query position down, key position across
 """
 

@@ -149,9 +149,6 @@ def time_backends(
     rounds in which every backend runs once, so that a slow spell of the machine
     falls on all of them alike. A backend that raises is dropped from the later
     rounds and its entry holds ``status`` and ``error`` instead of times.
-
-    Shapes:
-        (no tensors; ``inputs`` as made by :func:`make_inputs`, shared by all backends)
     """
     rows: dict[str, dict[str, Any]] = {
         backend: {"compile_s": None, "backward_s": None, "backward_runs_s": None}

@@ -45,9 +45,6 @@ def transformers_module(
     config: BenchConfig, weights: dict[str, torch.Tensor]
 ) -> nn.Module:
     """transformers' DeBERTa-v2 attention with ``weights``, in eval mode on the device.
-
-    Shapes:
-        (no tensors; ``weights`` as made by :func:`random_weights`)
     """
     from transformers import DebertaV2Config
     from transformers.models.deberta_v2.modeling_deberta_v2 import (
@@ -143,8 +140,7 @@ def forward_fn(
     transformers' module takes the pairwise mask, relpos' the padding mask.
 
     Shapes:
-        (``inputs`` as made by :func:`make_inputs`; the closure returns
-        ``(b, n, hidden)``)
+        inputs: as made by :func:`make_inputs`; the closure's output: ``(b, n, hidden)``
     """
     x, table = inputs["hidden_states"], inputs["table"]
     if backend == "transformers":
@@ -160,7 +156,7 @@ def run_pass(
     """One forward pass (under no_grad), or one forward plus backward pass.
 
     Shapes:
-        (the forward's output, ``(b, n, hidden)``; ``inputs["grad"]`` is its gradient)
+        output: ``(b, n, hidden)``; ``inputs["grad"]``, its gradient: ``(b, n, hidden)``
     """
     if not backward:
         with torch.no_grad():
@@ -171,11 +167,7 @@ def run_pass(
 
 
 def clear_grads(module: nn.Module, inputs: dict[str, torch.Tensor]) -> None:
-    """Drop the gradients a backward pass left on ``module`` and the hidden states.
-
-    Shapes:
-        (``inputs`` as made by :func:`make_inputs`)
-    """
+    """Drop the gradients a backward pass left on ``module`` and the hidden states."""
     module.zero_grad(set_to_none=True)
     inputs["hidden_states"].grad = None
 

@@ -34,10 +34,7 @@ no padding (as in the benchmark), so no key mask is applied.
 Run it as a module (CPU only)::
 
     python -m relpos.book.bench.profile --n 2048 --repeats 5 \\
-        --output relpos/results/profile_cpu.json
-
-Shapes:
-    (no tensors in the results; the forward runs ``(b, n, hidden)`` inputs)
+        --output relpos/book/results/profile_cpu.json
 """
 
 from __future__ import annotations
@@ -207,9 +204,6 @@ def profile_forward(
     Returns the JSON described in this module's docstring and by
     :func:`relpos.book.bench.profile` (``schema``, ``machine``, ``config``, ``flops``,
     ``floor_s``, ``forward_s``, ``stages_s``, ``kernels_s``, ``runs_s``). CPU only.
-
-    Shapes:
-        (no tensors; the forwards run ``(config.batch, n, config.hidden)`` inputs)
     """
     n = check_int("n", n, minimum=1)
     repeats = check_int("repeats", repeats, minimum=1)

@@ -30,9 +30,6 @@ the throughput was measured during a slow spell of a shared machine.)
 The count is the least work of the gather formulation, and it is the same for
 every backend: ``naive`` does more (it projects all ``n^2`` per-pair
 embeddings), and its small fraction says so.
-
-Shapes:
-    (no tensors; counts are ints, speeds float FLOP per second)
 """
 
 from __future__ import annotations
@@ -55,9 +52,6 @@ def flop_breakdown(
 
     Keys: ``"projections"``, ``"table_projections"``, ``"c2c"``, ``"context"``,
     ``"position_tables"``. ``terms`` is the number of position terms (0, 1 or 2).
-
-    Shapes:
-        (scalars only)
     """
     n = check_int("n", n, minimum=0)
     hidden = check_int("hidden", hidden, minimum=1)
@@ -88,19 +82,12 @@ def forward_flops(
 
     ``6 b n H^2 + 4 t k H^2 + 4 b n^2 H + 4 t b n k H``: at deberta-v3-base's
     shapes (``H = 768``, ``k = 256``, ``t = 2``) and ``n = 2048``, about 24.6 GFLOP.
-
-    Shapes:
-        (scalars only)
     """
     return sum(flop_breakdown(n, hidden, heads, span, batch, terms).values())
 
 
 def config_flops(n: int, config: dict[str, Any]) -> int:
-    """:func:`forward_flops` for the ``config`` entry of a benchmark's results.
-
-    Shapes:
-        (scalars only)
-    """
+    """:func:`forward_flops` for the ``config`` entry of a benchmark's results."""
     from relpos.positions import attention_span
 
     span = attention_span(config["max_relative_positions"], config["position_buckets"])
@@ -120,11 +107,7 @@ def matmul_runs(
     device: str | torch.device = "cpu",
     repeats: int = 5,
 ) -> list[float]:
-    """Wall times of ``repeats`` square ``size x size`` products, after one warm-up.
-
-    Shapes:
-        (the product is ``(size, size) @ (size, size)``; returns seconds)
-    """
+    """Wall times of ``repeats`` square ``size x size`` products, after one warm-up."""
     size = check_int("size", size, minimum=1)
     repeats = check_int("repeats", repeats, minimum=1)
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
@@ -155,9 +138,6 @@ def measure_matmul_throughput(
 
     Runs in this process with its current thread count, which it records.
     Returns ``{"size", "dtype", "device", "threads", "runs_s", "flop_per_s"}``.
-
-    Shapes:
-        (the product is ``(size, size) @ (size, size)``)
     """
     runs = matmul_runs(size, dtype, device, repeats)
     return throughput_record(size, dtype, torch.device(device).type, runs)
@@ -187,9 +167,6 @@ def roofline_fraction(
     """``flops / seconds / flop_per_s``: the share of matmul speed a forward reached.
 
     None where a number is missing (not measured, skipped, an older results file).
-
-    Shapes:
-        (scalars only)
     """
     if flops is None or seconds is None or flop_per_s is None:
         return None

@@ -16,9 +16,6 @@ One module per chapter (``ch01.py``, ``ch02.py``, ...) holds that chapter's
 checks; each registers itself with ``@exercise("chN-exM")``, and every such
 module in this package is imported here, so a new chapter adds a module and
 touches nothing else.
-
-Shapes:
-    (see the docstring of each check)
 """
 
 from __future__ import annotations

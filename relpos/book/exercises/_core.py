@@ -4,9 +4,6 @@ A check is a function registered under an exercise label (``"ch4-ex2"``). It
 receives the student's answer(s) and any context the exercise names (keyword
 arguments), raises ``ExerciseError`` with a hint when the answer is wrong, and
 returns a one-line note when it is right.
-
-Shapes:
-    (the shapes of each answer are in its check's docstring)
 """
 
 from __future__ import annotations
@@ -68,9 +65,6 @@ def check(label: str, *answers: Any, **given: Any) -> None:
             is NaN or infinite (no exercise's answer is).
         TypeError: ``label`` is not a string, or the answers or keywords do not
             fit the exercise (too many, too few, an unknown keyword).
-
-    Shapes:
-        (see the docstring of the exercise's check)
     """
     if not isinstance(label, str):
         raise TypeError(

@@ -1,6 +1,6 @@
 """Checks for chapter 1, from absolute to relative positions.
 
-Shapes:
+Shape legend:
     ch1-ex1: a function ``n -> (n, n)``; ch1-ex2: ``(7, 7)``; ch1-ex3: ``(n - 2,)``, int
 """
 

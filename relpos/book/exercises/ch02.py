@@ -1,6 +1,6 @@
 """Checks for chapter 2, the delta function.
 
-Shapes:
+Shape legend:
     ch2-ex1: 7 ints; ch2-ex2: a function ``(n, k) -> int``; ch2-ex3: a function
     ``(r, k) -> rows`` with ``r`` of any shape, and an int
 """
@@ -48,11 +48,7 @@ def _pairs_on_row_zero(n: int, k: int) -> int:
 
 @exercise("ch2-ex2")
 def pairs_on_row_zero(answer: Callable[[int, int], Any]) -> str:
-    """``answer(n, k)``: how many pairs of ``n`` tokens read row 0 with span ``k``.
-
-    Shapes:
-        (scalars only)
-    """
+    """``answer(n, k)``: how many pairs of ``n`` tokens read row 0 with span ``k``."""
     function = require_callable(answer, "a function of (n, k)")
     for n in range(1, 21):
         for k in range(1, 7):

@@ -1,8 +1,4 @@
-"""Checks for chapter 3, the 2k table.
-
-Shapes:
-    ch3-ex1: a function ``(n, k) -> int``; ch3-ex2: an int; ch3-ex3: a float
-"""
+"""Checks for chapter 3, the 2k table."""
 
 from __future__ import annotations
 
@@ -17,9 +13,6 @@ from ._core import as_number, call, exercise, fail, require_callable
 @exercise("ch3-ex1")
 def rows_read(answer: Callable[[int, int], Any]) -> str:
     """``answer(n, k)``: how many distinct table rows a sequence of ``n`` tokens reads.
-
-    Shapes:
-        (scalars only)
     """
     function = require_callable(answer, "a function of (n, k)")
     for k in (3, 8):
@@ -47,11 +40,7 @@ def rows_read(answer: Callable[[int, int], Any]) -> str:
 
 @exercise("ch3-ex2")
 def longest_bfloat16_sequence(answer: Any) -> str:
-    """The longest ``n`` whose ``(n, n, 768)`` bfloat16 tensor fits in 16 GiB.
-
-    Shapes:
-        (scalars only)
-    """
+    """The longest ``n`` whose ``(n, n, 768)`` bfloat16 tensor fits in 16 GiB."""
     n = as_number(answer, "a sequence length, an int")
     budget, hidden = 16 * 2**30, 768
     if n != int(n) or n < 1:
@@ -77,11 +66,7 @@ def longest_bfloat16_sequence(answer: Any) -> str:
 
 @exercise("ch3-ex3")
 def sinusoidal_row_norm(answer: Any) -> str:
-    """The norm shared by every row of the sinusoidal table at hidden size 768.
-
-    Shapes:
-        (scalars only)
-    """
+    """The norm shared by every row of the sinusoidal table at hidden size 768."""
     norm = as_number(answer, "a number, the norm of a row")
     expected = math.sqrt(768 / 2)
     if math.isclose(norm, math.sqrt(768), rel_tol=1e-4):

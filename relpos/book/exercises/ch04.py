@@ -1,6 +1,6 @@
 """Checks for chapter 4, disentangled attention.
 
-Shapes:
+Shape legend:
     ch4-ex1: a function ``(Q (i, d), Pk (r, d), index (i, j)) -> (i, j)``;
     ch4-ex2: ``(n, n)`` bool; ch4-ex3: a float; ch4-ex4: a set of names
 """
@@ -78,11 +78,7 @@ def where_paper_and_code_agree(answer: Any) -> str:
 
 @exercise("ch4-ex3")
 def c2p_only_scale(answer: Any) -> str:
-    """The scale of a module with only the c2p term, head width ``d = 4``.
-
-    Shapes:
-        (scalars only)
-    """
+    """The scale of a module with only the c2p term, head width ``d = 4``."""
     scale, d = as_number(answer, "the scale, a float"), 4
     if math.isclose(scale, 1 / math.sqrt(3 * d)):
         fail("1/sqrt(3d) is the scale with both position terms (s = 3)")
@@ -95,16 +91,25 @@ def c2p_only_scale(answer: Any) -> str:
     return "1 / sqrt(2d): c2c plus one position term."
 
 
+def _items(answer: Any) -> list | None:
+    """The entries of ``answer`` if it can be iterated over, else None."""
+    try:
+        return list(answer)
+    except TypeError:
+        return None
+
+
 @exercise("ch4-ex4")
 def p2c_gradient_targets(answer: Any) -> str:
     """The projection weights that the p2c term sends gradient to, with separate keys.
-
-    Shapes:
-        (names only)
     """
-    if isinstance(answer, str) or not all(isinstance(x, str) for x in answer):
-        fail("give the names as a set of strings, such as {'key_proj', ...}")
-    names = set(answer)
+    items = None if isinstance(answer, str) else _items(answer)
+    if items is None or not all(isinstance(x, str) for x in items):
+        fail(
+            "give the names as a set of strings, such as {'key_proj', ...}; got "
+            f"{type(answer).__name__} {answer!r:.60}"
+        )
+    names = set(items)
     expected = {"key_proj", "pos_query_proj"}
     if names == {"query_proj", "key_proj"}:
         fail(

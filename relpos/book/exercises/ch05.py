@@ -1,6 +1,6 @@
 """Checks for chapter 5, efficient attention.
 
-Shapes:
+Shape legend:
     ch5-ex1: a function ``(key (b, h, j, d), pos_query (h, r, d), index (i, j))
     -> (b, h, i, j)``; ch5-ex2: ``(n, n)``; ch5-ex3: an ``nn.Module`` class
 """

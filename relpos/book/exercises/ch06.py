@@ -1,8 +1,4 @@
-"""Checks for chapter 6, long sequences and log buckets.
-
-Shapes:
-    ch6-ex1: two ints; ch6-ex2: an int; ch6-ex3: a float in [0, 1]
-"""
+"""Checks for chapter 6, long sequences and log buckets."""
 
 from __future__ import annotations
 
@@ -16,11 +12,7 @@ from ._core import as_number, exercise, fail
 
 @exercise("ch6-ex1")
 def edge_row_pairs(row_zero: Any, last_row: Any) -> str:
-    """Pairs of 1000 tokens on row 0 and on row 255, plain clipping at k = 128.
-
-    Shapes:
-        (scalars only)
-    """
+    """Pairs of 1000 tokens on row 0 and on row 255, plain clipping at k = 128."""
     n, k = 1000, 128
     first = (n - k) * (n - k + 1) // 2
     last = (n - k + 1) * (n - k + 2) // 2
@@ -38,11 +30,7 @@ def edge_row_pairs(row_zero: Any, last_row: Any) -> str:
 
 @exercise("ch6-ex2")
 def first_inexact_distance(answer: Any) -> str:
-    """The first positive distance whose bucket (256 buckets, max 512) is not itself.
-
-    Shapes:
-        (scalars only)
-    """
+    """The first positive distance whose bucket (256 buckets, max 512) is not itself."""
     got = as_number(answer, "a distance, an int")
     r = torch.arange(1, 512)
     first = int(r[log_bucket_position(r, 256, 512) != r][0])
@@ -61,9 +49,6 @@ def first_inexact_distance(answer: Any) -> str:
 @exercise("ch6-ex3")
 def edge_fraction(answer: Any) -> str:
     """The fraction of the pairs of a 2048-token sequence on an edge row (DeBERTa-v3).
-
-    Shapes:
-        (scalars only)
     """
     got = as_number(answer, "a fraction between 0 and 1")
     n = 2048

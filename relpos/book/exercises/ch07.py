@@ -1,6 +1,6 @@
 """Checks for chapter 7, DeBERTa in practice.
 
-Shapes:
+Shape legend:
     ch7-ex1: a function ``(r (*), bucket_size, max_position) -> (*)``;
     ch7-ex2: ``(b, n, hidden)``; ch7-ex3: a ``relpos.DisentangledSelfAttention``
 """
@@ -131,7 +131,8 @@ def separate_position_projections(answer: Any, *, reference: nn.Module) -> str:
     """A relpos copy of a ``transformers`` layer with ``share_att_key=False``.
 
     Shapes:
-        (a module; its forward: ``(b, n, hidden) -> (b, n, hidden)``)
+        answer(hidden_states, table, mask): ``(b, n, hidden)``, ``(2k, hidden)``,
+            ``(b, n)`` -> ``(b, n, hidden)``
     """
     if not isinstance(answer, DisentangledSelfAttention):
         fail(f"give the relpos module; got {type(answer).__name__}")

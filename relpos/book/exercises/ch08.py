@@ -5,11 +5,6 @@ record (an entry of ``relpos.book.experiments.compare``) and what it was built
 from; they rebuild the model (no training) to confirm that the run belongs to
 that setting, then read its accuracy. The data-efficiency check reads the
 committed sweep, ``relpos.book.results.load("sweep.json")``.
-
-Shapes:
-    ch8-ex1: an int and a run record (a dict); ch8-ex2: a dict {scheme: int or
-    None}; ch8-ex3: a scheme builder ``config -> (input_positions, encoder)`` and a
-    run record
 """
 
 from __future__ import annotations
@@ -27,9 +22,6 @@ THRESHOLD = 0.9  # "solves the task": mean accuracy of at least 90%
 
 def own_row_span(distance: int, *, largest: int = 256) -> int:
     """The smallest span ``k`` at which ``distance`` has a row no other distance reads.
-
-    Shapes:
-        (scalars only)
     """
     distances = torch.arange(-4 * largest, 4 * largest + 1)  # (8 * largest + 1,)
     for k in range(2, largest + 1):
@@ -88,9 +80,6 @@ def far_task_with_a_wider_window(smallest_k: Any, run: Any, *, config: Any) -> s
     """The smallest span that gives distance 12 a row of its own, and a run with k = 16.
 
     ``config`` is the ``relpos.book.experiments.Config`` the run was trained with.
-
-    Shapes:
-        (no tensors)
     """
     from ..experiments import Config
 
@@ -113,7 +102,8 @@ def far_task_with_a_wider_window(smallest_k: Any, run: Any, *, config: Any) -> s
             "a smaller span: find the first k at which nothing else reads its row"
         )
     if not isinstance(config, Config):
-        fail(f"config must be a relpos.book.experiments.Config, got {type(config).__name__}")
+        got = type(config).__name__
+        fail(f"config must be a relpos.book.experiments.Config, got {got}")
     run = _run_record(run)
     if config.task != "far" or run["task"] != "far":
         fail(f"train on the far task; the run's task is {run['task']!r}")
@@ -161,9 +151,6 @@ def data_efficiency(answer: Any, *, sweep: dict[str, Any] | None = None) -> str:
 
     On the relative task at the training length, from the committed sweep (or
     from ``sweep``, a dict of the same form). ``None`` where no size reaches it.
-
-    Shapes:
-        (no tensors)
     """
     from .. import results
 
@@ -219,7 +206,8 @@ def absolute_positions_back(builder: Any, run: Any, *, config: Any) -> str:
 
     builder = require_callable(builder, "a function builder(config)")
     if not isinstance(config, Config):
-        fail(f"config must be a relpos.book.experiments.Config, got {type(config).__name__}")
+        got = type(config).__name__
+        fail(f"config must be a relpos.book.experiments.Config, got {got}")
     with torch.random.fork_rng():
         parts = call(builder, config, what="builder(config)")
     if not (isinstance(parts, tuple) and len(parts) == 2):

@@ -1,6 +1,6 @@
 """Checks for chapter 9, where DeBERTa sits among the relative position schemes.
 
-Shapes:
+Shape legend:
     ch9-ex1: a function ``num_heads -> (h,)``;
     ch9-ex2: a function ``(rel (m,), num_buckets, max_distance) -> (m,)``;
     ch9-ex3: a function ``(n, num_heads) -> (h, n, n)``

@@ -24,7 +24,7 @@ In a notebook, one model per scheme, a second or two each on one CPU core
 
 The committed sweep is one command (its defaults); see ``cli``.
 
-Shapes:
+Shape legend:
     tokens, labels: ``(b, n)``; logits: ``(b, n, classes)``
 """
 

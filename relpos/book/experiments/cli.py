@@ -12,7 +12,7 @@ does not know.
 
 Every flag has a default, and the defaults are the committed sweep: running
 the command with only ``--output`` and ``--plot`` reproduces
-``relpos/results/sweep.json`` (every number, on the same machine; only the
+``relpos/book/results/sweep.json`` (every number, on the same machine; only the
 timings, the date and the machine entry differ).
 """
 

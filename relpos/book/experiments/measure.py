@@ -11,7 +11,7 @@
   terms and probabilities averaged over a batch, and each term's mean at
   every distance ``i - j``: the learned position pattern.
 
-Shapes:
+Shape legend:
     tokens, labels: ``(b, n)``; similarity: ``(2 * span, 2 * span)``
     profiles by distance: ``(h, 2n - 1)``
 """
@@ -56,11 +56,7 @@ def evaluation_set(config: Config, length: int) -> tuple[torch.Tensor, torch.Ten
 
 
 def evaluate(model: TinyModel, config: Config) -> dict[int, float]:
-    """Accuracy at every length of ``config.test_lengths``.
-
-    Shapes:
-        (returns ``{length: accuracy}``)
-    """
+    """Accuracy at every length of ``config.test_lengths``."""
     task = get_task(config.task)
     return {
         n: accuracy(model, task, *evaluation_set(config, n))

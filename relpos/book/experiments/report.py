@@ -1,8 +1,4 @@
-"""A sweep's results as a plain-text table: mean +- standard deviation over seeds.
-
-Shapes:
-    (no tensors)
-"""
+"""A sweep's results as a plain-text table: mean +- standard deviation over seeds."""
 
 from __future__ import annotations
 
@@ -13,9 +9,6 @@ def format_table(result: dict[str, Any]) -> str:
     """One block per task; a row per (scheme, train size), a column per test length.
 
     Each cell is ``mean +- std`` of the accuracy over the seeds, in percent.
-
-    Shapes:
-        (no tensors)
     """
     rows = result["summary"]
     lengths = sorted({r["length"] for r in rows})

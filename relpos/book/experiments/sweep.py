@@ -30,9 +30,6 @@ similarity after and before training: entry ``o`` is the mean cosine
 similarity of rows ``o`` apart. ``attention_peaks`` (DeBERTa schemes only) is
 :func:`attention_peaks`: the distance ``i - j`` each first-layer head attends
 to most, on the test sequences of the training length.
-
-Shapes:
-    (no tensors)
 """
 
 from __future__ import annotations
@@ -75,11 +72,7 @@ def _processor_name() -> str:
 
 
 def machine_info() -> dict[str, Any]:
-    """The machine a sweep ran on: processor, cores, torch threads, platform, date.
-
-    Shapes:
-        (no tensors)
-    """
+    """The machine a sweep ran on: processor, cores, torch threads, platform, date."""
     return {
         "processor": _processor_name(),
         "cpu_count": os.cpu_count(),
@@ -94,9 +87,6 @@ def machine_info() -> dict[str, Any]:
 
 def run_one(config: Config, *, on_step: Any = None) -> dict[str, Any]:
     """Train one model of ``config`` and measure it: one entry of the JSON's ``runs``.
-
-    Shapes:
-        (no tensors)
     """
     trained = train(config, on_step=on_step)
     band = None
@@ -129,9 +119,6 @@ def compare(
 
     The live version of a sweep cell, for a notebook: ``config.scheme`` is
     replaced by each scheme in turn; returns ``{scheme: run_one(...)}``.
-
-    Shapes:
-        (no tensors)
     """
     names = list(SCHEMES) if schemes is None else list(schemes)
     _check_names("schemes", names, SCHEMES)
@@ -140,9 +127,6 @@ def compare(
 
 def summarize(runs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Mean, sample standard deviation, minimum, maximum over seeds, per cell, length.
-
-    Shapes:
-        (no tensors)
     """
     cells: dict[tuple[str, str, int, int], list[float]] = {}
     for run in runs:
@@ -173,9 +157,6 @@ def summary_cells(result: dict[str, Any]) -> dict[tuple[str, str, int, int], dic
     ``result`` is the JSON that ``run_sweep`` writes (or its ``"summary"`` list
     itself); each value is one summary row (``mean``, ``std``, ``min``, ``max``,
     ``n`` over the seeds).
-
-    Shapes:
-        (no tensors)
     """
     rows = result["summary"] if isinstance(result, dict) else result
     return {(r["task"], r["scheme"], r["train_size"], r["length"]): r for r in rows}
@@ -204,9 +185,6 @@ def run_sweep(
 
     ``base`` supplies every other setting. The progress bar (tqdm, on stderr)
     counts optimiser steps and names the run in progress.
-
-    Shapes:
-        (no tensors)
     """
     tasks = _check_names("tasks", tasks, TASKS)
     schemes = _check_names("schemes", schemes, SCHEMES)
@@ -267,11 +245,7 @@ VOLATILE = ("machine", "wall_seconds", "train_seconds", "command")
 
 
 def numbers_only(result: dict[str, Any]) -> dict[str, Any]:
-    """``result`` without timings, date and machine: what a rerun must reproduce.
-
-    Shapes:
-        (no tensors)
-    """
+    """``result`` without timings, date and machine: what a rerun must reproduce."""
 
     def strip(value: Any) -> Any:
         if isinstance(value, dict):

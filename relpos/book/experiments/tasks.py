@@ -18,7 +18,7 @@ the tokens, so the same seed always gives the same data.
   ``0 .. 6`` apart): clipping cannot see that far, and log buckets see it only
   coarsely (several distances share a bucket there).
 
-Shapes:
+Shape legend:
     tokens, labels: ``(b, n)``, ``torch.long``; b sequences of length n
 """
 
@@ -152,11 +152,7 @@ TASKS: dict[str, Task] = {
 
 
 def get_task(name: str) -> Task:
-    """The registered task called ``name``; a ``ValueError`` lists the others.
-
-    Shapes:
-        (no tensors)
-    """
+    """The registered task called ``name``; a ``ValueError`` lists the others."""
     return TASKS[check_choice("task", name, tuple(TASKS))]
 
 

@@ -7,7 +7,7 @@ over the first tenth of the steps and then decayed linearly to zero. Dropout is
 off, so nothing random happens inside a step; with deterministic algorithms on,
 the same config on the same machine gives the same weights, bit for bit.
 
-Shapes:
+Shape legend:
     tokens, labels: ``(b, n)``; logits: ``(b, n, classes)``
 """
 
@@ -33,9 +33,6 @@ def deterministic(seed: int) -> Iterator[None]:
     """Seed Python, NumPy and torch with ``seed`` and turn on deterministic algorithms.
 
     The previous deterministic-algorithms setting is restored on exit.
-
-    Shapes:
-        (no tensors)
     """
     previous = torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(True)
@@ -63,11 +60,7 @@ class Trained:
 
 
 def learning_rate_factor(step: int, steps: int) -> float:
-    """Linear warm-up over the first tenth of ``steps``, then linear decay to zero.
-
-    Shapes:
-        (scalars only)
-    """
+    """Linear warm-up over the first tenth of ``steps``, then linear decay to zero."""
     warmup = max(1, steps // 10)
     if step < warmup:
         return (step + 1) / warmup
@@ -79,9 +72,6 @@ def initial_model(config: Config) -> TinyModel:
 
     ``train`` starts from exactly these weights, so a trained model can be
     compared with its own initial state (for example its table's bands).
-
-    Shapes:
-        (builds a module)
     """
     with deterministic(model_seed(config)):
         return TinyModel(config)
@@ -93,9 +83,6 @@ def train(
     """Train a ``TinyModel`` on ``config.task`` with the scheme ``config.scheme``.
 
     ``on_step(step, loss)`` is called after every step (for a progress bar).
-
-    Shapes:
-        (returns a model; see ``Trained``)
     """
     task = get_task(config.task)
     tokens, labels = task.sample(

@@ -13,11 +13,9 @@ notebook opened alone on Colab after ``pip install`` from the repository
     True
     >>> data = results.load("bench_cpu.json")  # the parsed JSON
 
-To refresh a result, rerun its command with ``--output relpos/results/NAME.json``
-from the repository root and commit the file.
-
-Shapes:
-    (no tensors)
+To refresh a result, rerun its command with
+``--output relpos/book/results/NAME.json`` from the repository root and commit the
+file.
 """
 
 from __future__ import annotations
@@ -31,11 +29,7 @@ _SUFFIXES = (".json", ".png", ".svg")
 
 
 def names() -> list[str]:
-    """The committed result files, sorted by name.
-
-    Shapes:
-        (no tensors)
-    """
+    """The committed result files, sorted by name."""
     folder = resources.files(__name__)
     return sorted(p.name for p in folder.iterdir() if p.name.endswith(_SUFFIXES))
 
@@ -46,12 +40,11 @@ def path(name: str) -> Traversable:
     Returns an ``importlib.resources`` traversable: a ``pathlib.Path`` for every
     ordinary install, readable with ``.read_text()`` / ``.read_bytes()`` either way.
     Raises ``FileNotFoundError`` listing the files that exist.
-
-    Shapes:
-        (no tensors)
     """
     if not isinstance(name, str) or not name or "/" in name or "\\" in name:
-        raise ValueError(f"name must be a file name such as 'bench_cpu.json', got {name!r}")
+        raise ValueError(
+            f"name must be a file name such as 'bench_cpu.json', got {name!r}"
+        )
     file = resources.files(__name__).joinpath(name)
     if not file.is_file():
         raise FileNotFoundError(
@@ -61,11 +54,7 @@ def path(name: str) -> Traversable:
 
 
 def load(name: str) -> dict[str, Any]:
-    """The parsed JSON of the committed file ``name``.
-
-    Shapes:
-        (no tensors)
-    """
+    """The parsed JSON of the committed file ``name``."""
     if not isinstance(name, str) or not name.endswith(".json"):
         raise ValueError(f"name must name a .json file, got {name!r}")
     return json.loads(path(name).read_text(encoding="utf-8"))
