@@ -48,7 +48,7 @@ from .positions import (
     relative_positions,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # Renamed in 0.2: the book's machinery moved to relpos.book. The old names stay
 # importable from relpos for one release, with a DeprecationWarning.

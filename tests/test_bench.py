@@ -203,8 +203,6 @@ def test_backward_is_timed_and_measured(monkeypatch):
         backward, runs = row["backward_s"], row["backward_runs_s"]
         assert isinstance(backward, float) and math.isfinite(backward), row
         assert len(runs) == 3 and min(runs) <= backward <= max(runs), row
-        # a forward plus its backward does about three times the forward's work
-        assert backward > 1.5 * row["forward_s"], row
         # Measured in this process here, where the heap reuses freed blocks: its
         # size is not comparable with the forward's, only its presence is checked.
         assert isinstance(row["backward_peak_bytes"], int), row

@@ -20,7 +20,8 @@ from typing import Any, Iterable
 import torch
 
 from relpos._checks import check_int
-from relpos.positions import attention_span, relative_position_index
+from relpos.config import AttentionConfig
+from relpos.positions import attention_span
 
 SCHEMA = 2
 # Schema 2 adds the roofline (``machine["matmul"]``, each row's ``flops`` and
@@ -82,12 +83,11 @@ class BenchConfig:
         ):
             check_int(name, getattr(self, name), minimum=1)
         check_int("seed", self.seed)
-        if self.hidden % self.heads:
-            raise ValueError(
-                f"hidden must be divisible by heads, got hidden={self.hidden} "
-                f"and heads={self.heads}"
-            )
-        check_position_buckets(self.position_buckets, self.max_relative_positions)
+        try:  # the attention's own checks (the bucket rule too), in this class's names
+            self.attention()
+        except (TypeError, ValueError) as exc:
+            message = str(exc).replace("hidden_size", "hidden")
+            raise type(exc)(message.replace("num_heads", "heads")) from None
         if not isinstance(self.dtype, str) or self.dtype not in DTYPES:
             raise ValueError(
                 f"dtype must be one of {tuple(DTYPES)}, got {self.dtype!r}"
@@ -101,6 +101,22 @@ class BenchConfig:
         if not (math.isfinite(memory) and memory > 0):
             raise ValueError(f"max_memory_gb must be a positive number, got {memory!r}")
         object.__setattr__(self, "max_memory_gb", float(memory))  # 20 is stored as 20.0
+
+    def attention(self, backend: str = "gather") -> AttentionConfig:
+        """The attention settings of every relpos module the benchmark builds.
+
+        DeBERTa-v3's choices: both position terms, shared keys, no dropout.
+        """
+        return AttentionConfig(
+            self.hidden,
+            self.heads,
+            max_relative_positions=self.max_relative_positions,
+            position_buckets=self.position_buckets,
+            pos_att_type=("c2p", "p2c"),
+            share_att_key=True,
+            dropout=0.0,
+            backend=backend,
+        )
 
     @property
     def torch_dtype(self) -> torch.dtype:
@@ -116,7 +132,12 @@ class BenchConfig:
         """The ``config`` entry of the results (the device is under ``machine``)."""
         config = asdict(self)
         del config["device"]
-        config.update(share_att_key=True, pos_att_type=["c2p", "p2c"], mask="all ones")
+        attention = self.attention()
+        config.update(
+            share_att_key=attention.share_att_key,
+            pos_att_type=list(attention.pos_att_type),
+            mask="all ones",
+        )
         return config
 
 
@@ -150,20 +171,3 @@ def check_device(device: object) -> str:
             "device='cuda' was asked for but torch.cuda.is_available() is False"
         )
     return device
-
-
-def check_position_buckets(
-    position_buckets: object, max_relative_positions: int
-) -> int:
-    """``-1`` or ``0`` (no buckets), or a bucket count for ``max_relative_positions``.
-
-    The rule is the core's (:func:`relpos.relative_position_index`): at least 2
-    buckets, no more than ``max_relative_positions``, and
-    ``max_relative_positions > position_buckets // 2 + 1``.
-    """
-    buckets = check_int("position_buckets", position_buckets, minimum=-1)
-    if buckets > 0:  # the core's check; its message names position_buckets
-        relative_position_index(
-            1, max_relative_positions=max_relative_positions, position_buckets=buckets
-        )
-    return buckets

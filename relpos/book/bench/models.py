@@ -89,16 +89,8 @@ def build_module(
         return DisentangledSelfAttention.from_transformers(
             reference, backend=backend
         ).eval()
-    module = DisentangledSelfAttention(
-        config.hidden,
-        config.heads,
-        max_relative_positions=config.max_relative_positions,
-        position_buckets=config.position_buckets,
-        pos_att_type=("c2p", "p2c"),
-        share_att_key=True,
-        dropout=0.0,
-        backend=backend,
-    ).to(dtype=config.torch_dtype)
+    attention = DisentangledSelfAttention(config=config.attention(backend))
+    module = attention.to(dtype=config.torch_dtype)
     module.load_state_dict(weights)
     return module.to(config.device).eval()
 

@@ -15,9 +15,10 @@ import hashlib
 import math
 import numbers
 from dataclasses import dataclass, field
+from typing import Any
 
 from relpos._checks import check_int
-from relpos.positions import relative_position_index
+from relpos.config import AttentionConfig
 
 
 def _about(
@@ -178,14 +179,11 @@ class Config:
                 raise TypeError(f"{name} must be a float >= 0, got {value!r}")
             if not (math.isfinite(value) and value >= 0):
                 raise ValueError(f"{name} must be a finite float >= 0, got {value!r}")
-        if self.hidden_size % self.num_heads:
-            raise ValueError(
-                f"hidden_size must be divisible by num_heads, got hidden_size="
-                f"{self.hidden_size} and num_heads={self.num_heads}"
-            )
+        # The attention's own checks (hidden_size divisible by num_heads, the
+        # clipping span), for the attentions of deberta and deberta-buckets.
+        self.attention(max_relative_positions=self.max_relative_positions)
         try:  # the core's rule for the log buckets of deberta-buckets
-            relative_position_index(
-                1,
+            self.attention(
                 max_relative_positions=self.bucket_max_position,
                 position_buckets=self.position_buckets,
             )
@@ -196,6 +194,15 @@ class Config:
                 f"{self.position_buckets} and "
                 f"bucket_max_position={self.bucket_max_position}"
             ) from None
+
+    def attention(self, **settings: Any) -> AttentionConfig:
+        """The attention settings of a run's model: its sizes plus ``settings``.
+
+        ``settings`` are fields of ``relpos.AttentionConfig`` (the span, the
+        buckets, the position terms, ...); the same dataclass configures the
+        attention, the encoder and the benchmark.
+        """
+        return AttentionConfig(self.hidden_size, self.num_heads, **settings)
 
     @property
     def max_length(self) -> int:

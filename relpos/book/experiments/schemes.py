@@ -188,9 +188,6 @@ def attention_encoder(
     ``make_attention`` is called once per layer and returns a self-attention
     module with ``forward(hidden_states, attention_mask=None) -> (b, n, hidden)``
     (the context, before the output projection, which the block owns).
-
-    Shapes:
-        (builds modules; see ``AttentionEncoder``)
     """
     from relpos.encoder import EncoderLayer
 
@@ -201,28 +198,28 @@ def attention_encoder(
     return AttentionEncoder(layers)
 
 
-def disentangled_encoder(config: Config, **position_settings: object) -> nn.Module:
+def disentangled_encoder(config: Config, **position_settings: Any) -> nn.Module:
     """``relpos.DisentangledEncoder`` with the sizes of ``config``.
 
+    ``position_settings`` are fields of ``relpos.AttentionConfig``; with the
+    run's sizes they make the one attention config of every layer
+    (``config.attention``).
+
     Shapes:
-        (builds a module; forward ``(b, n, hidden)``, ``(b, n)`` -> ``(b, n, hidden)``)
+        hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
+        output: ``(b, n, hidden)``
     """
     from relpos.encoder import DisentangledEncoder
 
     return DisentangledEncoder(
         config.num_layers,
-        config.hidden_size,
-        config.num_heads,
-        config.intermediate_size,
-        **position_settings,
+        intermediate_size=config.intermediate_size,
+        config=config.attention(**position_settings),
     )
 
 
 def content_encoder(config: Config) -> AttentionEncoder:
     """The encoder of the schemes without relative positions: content attention only.
-
-    Shapes:
-        (builds a module; see ``AttentionEncoder``)
     """
     return attention_encoder(
         config, lambda: ContentSelfAttention(config.hidden_size, config.num_heads)
@@ -278,9 +275,6 @@ def attention_scheme(name: str) -> SchemeBuilder:
 
     Blocks around the scheme's attention, no input positions; its sizes from
     :data:`ATTENTION_SETTINGS`. One builder per name (the same object each time).
-
-    Shapes:
-        (builds modules; see ``AttentionEncoder``)
     """
 
     def build(config: Config) -> PositionParts:
@@ -356,9 +350,6 @@ def register_scheme(
     a plain lowercase name (letters, digits, ``-`` and ``_``; no comma, since the
     command line takes comma-separated lists), ``TypeError`` if ``builder`` is
     not callable.
-
-    Shapes:
-        (no tensors)
     """
     if (
         not isinstance(name, str)
@@ -384,9 +375,6 @@ def register_scheme(
 
 def build_scheme(name: str, config: Config) -> PositionParts:
     """Call the builder registered as ``name`` and check what it returns.
-
-    Shapes:
-        (builds modules; see the module docstring)
     """
     if name not in SCHEMES:
         raise ValueError(f"scheme must be one of {tuple(SCHEMES)}, got {name!r}")
