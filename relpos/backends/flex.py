@@ -41,6 +41,36 @@ from ..scores import _gather_scores
 
 _COMPILED_CPU_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _RECOMPILE_LIMIT = 64
+# torch 2.13's compiled CPU kernel returns wrong numbers (sometimes NaN) when the
+# sequence length is 8 more than a multiple of 16 (n = 8, 24, 40, 56, 120, 136
+# were seen), even with no score_mod; at multiples of 16 it is right. On the CPU
+# the sequence is padded to a multiple of this with keys that are masked out.
+_CPU_LENGTH_MULTIPLE = 16
+
+
+def _pad_for_cpu_kernel(query, key, value, c2p_table, p2c_table, key_mask):
+    """Pad the sequence to a multiple of 16; padded keys masked, padded queries unread.
+
+    The score_mod clamps positions into the original tables, so every real pair
+    reads what it read before and a padded key gets the dtype's minimum.
+
+    Shapes:
+        query, key, value: ``(b, h, n, d)``; c2p_table, p2c_table: ``(b, h, n, r)``
+        key_mask: ``(b, n)`` bool or None
+        output: the same tensors with ``n`` rounded up to a multiple of 16, and
+        the key mask ``(b, m)``
+    """
+    b, _, n, _ = query.shape
+    m = -(-n // _CPU_LENGTH_MULTIPLE) * _CPU_LENGTH_MULTIPLE
+    if m == n:
+        return query, key, value, c2p_table, p2c_table, key_mask
+
+    def pad(t):
+        return None if t is None else torch.nn.functional.pad(t, (0, 0, 0, m - n))
+
+    padded_mask = torch.zeros(b, m, dtype=torch.bool, device=query.device)
+    padded_mask[:, :n] = True if key_mask is None else key_mask  # (b, m)
+    return (*(pad(t) for t in (query, key, value, c2p_table, p2c_table)), padded_mask)
 
 
 class FlexUnavailableError(RuntimeError):
@@ -136,27 +166,45 @@ def make_score_mod(
         lookup: ``(2n - 1,)``; key_mask: ``(b, j)`` bool
     """
     offset = (lookup.shape[0] - 1) // 2  # n - 1
+    last_key = None if key_mask is None else key_mask.shape[-1] - 1
 
     def score_mod(score, b, h, i, j):
         # The kernel works in tiles of 128 and may evaluate this at i, j >= n (the
         # tile's padding, masked afterwards): clamp every index into its tensor, or
-        # those evaluations read memory past the tables (garbage, NaN).
-        i = torch.clamp(i, 0, offset)
-        j = torch.clamp(j, 0, offset)
-        row = lookup[i - j + offset]
+        # those evaluations read memory past the tables (garbage, NaN). The key
+        # mask may be longer than the tables (keys padded on the CPU): it is read
+        # at the key's own position.
+        ii = torch.clamp(i, 0, offset)
+        jj = torch.clamp(j, 0, offset)
+        row = lookup[ii - jj + offset]
         if c2p_table is not None:
-            score = score + c2p_table[b, h, i, row]
+            score = score + c2p_table[b, h, ii, row]
         if p2c_table is not None:
-            score = score + p2c_table[b, h, j, row]
+            score = score + p2c_table[b, h, jj, row]
         if key_mask is not None:
-            score = torch.where(key_mask[b, j], score, torch.finfo(score.dtype).min)
+            keep = key_mask[b, torch.clamp(j, 0, last_key)]
+            score = torch.where(keep, score, torch.finfo(score.dtype).min)
         return score
 
     return score_mod
 
 
 def _run_flex(query, key, value, c2p_table, p2c_table, lookup, key_mask, scale):
-    compiled = query.device.type != "cpu" or query.dtype in _COMPILED_CPU_DTYPES
+    n = query.shape[-2]
+    on_cpu = query.device.type == "cpu"
+    compiled = not on_cpu or query.dtype in _COMPILED_CPU_DTYPES
+    if on_cpu and compiled:
+        query, key, value, c2p_table, p2c_table, key_mask = _pad_for_cpu_kernel(
+            query, key, value, c2p_table, p2c_table, key_mask
+        )  # (b, h, m, d), (b, h, m, r), (b, m): m a multiple of 16
+    return _run_padded(
+        query, key, value, c2p_table, p2c_table, lookup, key_mask, scale, compiled
+    )[..., :n, :]  # (b, h, n, d)
+
+
+def _run_padded(
+    query, key, value, c2p_table, p2c_table, lookup, key_mask, scale, compiled
+):
     score_mod = make_score_mod(c2p_table, p2c_table, lookup, key_mask)
     if torch.compiler.is_compiling():
         # Inside torch.compile the caller's graph compiles the kernel itself.
