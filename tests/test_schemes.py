@@ -556,6 +556,7 @@ def test_score_by_distance_bad_input():
 # -- in the experiment model ---------------------------------------------------------
 
 
+@pytest.mark.slow  # a training run: 1-18 s a scheme on a busy two-core CPU
 @pytest.mark.parametrize("name", SCHEMES)
 def test_scheme_trains_in_the_experiment_model(name):
     from relpos.book.experiments.config import Config
