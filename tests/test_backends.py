@@ -41,9 +41,23 @@ def registry():
 
 
 def test_builtin_backends_are_registered():
-    assert tuple(BACKENDS) == ("naive", "gather", "flex")
-    assert BACKENDS == ("naive", "gather", "flex") and relpos.BACKENDS is BACKENDS
-    assert "gather" in BACKENDS and "fast" not in BACKENDS and 3 not in BACKENDS
+    # Each name builds a module that computes the same context; others are refused.
+    assert relpos.BACKENDS is BACKENDS
+    torch.manual_seed(0)
+    x, table = torch.randn(2, 6, 16), torch.randn(8, 16)
+    reference = DisentangledSelfAttention(16, 2, max_relative_positions=4).eval()
+    with torch.no_grad():
+        expected = reference(x, table)
+        for name in ("naive", "gather", "flex"):
+            assert name in BACKENDS
+            module = DisentangledSelfAttention(
+                16, 2, max_relative_positions=4, backend=name
+            ).eval()
+            module.load_state_dict(reference.state_dict())
+            torch.testing.assert_close(module(x, table), expected, atol=1e-5, rtol=0)
+    assert "fast" not in BACKENDS and 3 not in BACKENDS
+    with pytest.raises(ValueError, match="backend"):
+        DisentangledSelfAttention(16, 2, backend="fast")
 
 
 def test_a_new_backend_is_one_function_and_one_call(registry):

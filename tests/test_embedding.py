@@ -13,7 +13,6 @@ from relpos import (
     RelativePositionEmbedding,
     delta,
     per_pair_memory_bytes,
-    relative_position_index,
     sinusoidal_table,
     table_memory_bytes,
 )
@@ -22,12 +21,25 @@ from relpos import (
 def test_shapes() -> None:
     emb = RelativePositionEmbedding(max_relative_positions=4, hidden_size=64)
     assert emb.weight.shape == (8, 64)
-    assert isinstance(emb.weight, torch.nn.Parameter)
     assert emb(6).shape == (6, 6, 64)
     assert emb(0).shape == (0, 0, 64)
     default = RelativePositionEmbedding()
     assert default.weight.shape == (2 * 512, 768)
     assert default(6).shape == (6, 6, 768)
+
+
+def test_the_table_is_learned() -> None:
+    # One optimiser step on a loss of the pairs changes what the module returns.
+    torch.manual_seed(0)
+    emb = RelativePositionEmbedding(max_relative_positions=4, hidden_size=8)
+    before = emb(6).detach().clone()
+    optimiser = torch.optim.SGD(emb.parameters(), lr=0.1)
+    emb(6).pow(2).sum().backward()
+    optimiser.step()
+    after = emb(6).detach()
+    assert not torch.equal(before, after)
+    # Each pair's vector shrank by the step on its row: (1 - 2 * lr * uses) times.
+    assert bool((after.norm(dim=-1) < before.norm(dim=-1)).all())
 
 
 @pytest.mark.parametrize("k, n, hidden", [(3, 9, 5), (8, 6, 64), (1, 4, 2), (16, 5, 3)])
@@ -44,7 +56,11 @@ def test_forward_gradient_counts_row_uses() -> None:
     k, n = 3, 10
     emb = RelativePositionEmbedding(max_relative_positions=k, hidden_size=4)
     emb(n).sum().backward()
-    uses = torch.bincount(relative_position_index(n, max_relative_positions=k).flatten(), minlength=2 * k)
+    # Count by hand: pair (i, j) reads row clamp(i - j, -k, k - 1) + k.
+    uses = torch.zeros(2 * k, dtype=torch.long)
+    for i in range(n):
+        for j in range(n):
+            uses[min(max(i - j, -k), k - 1) + k] += 1
     assert torch.equal(emb.weight.grad, uses[:, None].float().expand(2 * k, 4))
     # Clipping piles the far pairs onto the two end rows.
     assert uses[0] == sum(n - d for d in range(k, n))

@@ -93,8 +93,17 @@ def test_every_scheme_gives_finite_output(name, b, n, shift):
     mask = torch.rand(b, n) > 0.3
     with torch.no_grad():
         out, scores = module(x, mask, positions=torch.arange(n) + shift, return_scores=True)
+        unshifted = module(x, mask)
     assert out.shape == x.shape and torch.isfinite(out).all()
-    assert torch.isfinite(scores.probs).all()
+    # Relative positions: the same output wherever the sequence starts.
+    torch.testing.assert_close(out, unshifted, rtol=0, atol=1e-9)
+    # Every query's weights sum to 1; padded keys get none where a real key exists.
+    probs = scores.probs  # (b, h, i, j)
+    ones = torch.ones(probs.shape[:-1], dtype=probs.dtype)
+    torch.testing.assert_close(probs.sum(-1), ones)
+    has_real = mask.any(-1)  # (b,)
+    padded = (~mask & has_real[:, None])[:, None, None, :].expand_as(probs)
+    assert probs[padded].abs().sum() == 0
 
 
 # -- invalid input ----------------------------------------------------------------------

@@ -26,8 +26,15 @@ def small_module(backend: str, dtype: torch.dtype, **kwargs) -> torch.nn.Module:
     return make_module(backend, hidden=HIDDEN, heads=HEADS, max_relative_positions=K, dtype=dtype, **kwargs)
 
 
+# naive's gradcheck (per-pair tables) took about 10 s a case on a busy CPU, flex's
+# about 5 s (the kernel per perturbation); gather's stays in the quick loop.
+GRADCHECK_BACKENDS = [
+    pytest.param(b, marks=pytest.mark.slow) if b != "gather" else b for b in BACKENDS
+]
+
+
 @pytest.mark.parametrize("share_att_key", [True, False])
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", GRADCHECK_BACKENDS)
 def test_gradcheck_float64(backend: str, share_att_key: bool) -> None:
     module = small_module(backend, torch.float64, share_att_key=share_att_key)
     x, table = random_inputs(B, N, HIDDEN, K, torch.float64, seed=1)
@@ -54,9 +61,11 @@ def test_gradients_reach_inputs_table_and_every_weight(backend: str, share_att_k
         assert tensor.grad is not None, f"no gradient for {name}"
         assert torch.isfinite(tensor.grad).all(), f"non-finite gradient for {name}"
         assert tensor.grad.abs().max() > 0, f"zero gradient for {name}"
-    names = {name for name, _ in module.named_parameters()}
     if not share_att_key:
-        assert {"pos_key_proj.weight", "pos_query_proj.weight"} <= names
+        # Two more projections (weight and bias) than when sharing, each reached above.
+        shared = small_module(backend, torch.float32, share_att_key=True)
+        count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+        assert count(module) - count(shared) == 2 * (HIDDEN * HIDDEN + HIDDEN)
 
 
 def test_gradients_equal_across_naive_and_gather_float64() -> None:

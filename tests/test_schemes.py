@@ -9,6 +9,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from transformers.models.t5.modeling_t5 import T5Attention
+
 import relpos
 from relpos import relative_positions
 from relpos.schemes import (
@@ -185,8 +187,14 @@ def test_t5_bias_reads_one_scalar_per_bucket_and_head():
     rel = relative_positions(12)
     values = bias(rel)
     assert values.shape == (3, 12, 12)
-    expected = bias.embedding.weight[t5_bucket(rel, num_buckets=8, max_distance=10)]
-    torch.testing.assert_close(values, expected.permute(2, 0, 1))
+    # By hand, 8 buckets, 4 a side, max_distance 10: |i - j| = 0, 1 exact, then
+    # floor(2 + 2 * log(|i - j| / 2) / log(5)) up to 3; keys ahead (i < j) add 4.
+    by_distance = [0, 1, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3]
+    buckets = torch.tensor(
+        [[by_distance[abs(i - j)] + 4 * (i < j) for j in range(12)] for i in range(12)]
+    )
+    expected = bias.embedding.weight[buckets]  # (i, j, h)
+    torch.testing.assert_close(values, expected.permute(2, 0, 1), rtol=0, atol=0)
 
 
 # -- ALiBi ---------------------------------------------------------------------------
@@ -202,11 +210,9 @@ def test_alibi_slopes_are_the_papers_geometric_series(num_heads):
 
 
 def test_alibi_slopes_for_six_heads_interleave_the_series_of_eight():
-    eight = alibi_slopes(8, dtype=F64)
-    assert torch.equal(
-        alibi_slopes(6, dtype=F64),
-        torch.cat([alibi_slopes(4, dtype=F64), eight[0::2][:2]]),
-    )
+    # The series of 4 (2^-2 ... 2^-8), then the odd powers of the series of 8.
+    expected = [2.0**-2, 2.0**-4, 2.0**-6, 2.0**-8, 2.0**-1, 2.0**-3]
+    assert alibi_slopes(6, dtype=F64).tolist() == expected
 
 
 def test_alibi_bidirectional_and_causal_forms():
@@ -218,7 +224,16 @@ def test_alibi_bidirectional_and_causal_forms():
     behind = rel >= 0
     assert torch.equal(both[:, behind], causal[:, behind])
     assert torch.isneginf(causal[:, ~behind]).all()
-    torch.testing.assert_close(both, -slopes[:, None, None] * rel.abs().to(F64))
+    # By hand for n = 3 and one slope 1/4: -|i - j| / 4, -inf for keys ahead.
+    small = relative_positions(3)
+    one = torch.tensor([0.25], dtype=F64)
+    inf = float("inf")
+    assert alibi_bias(small, one).tolist() == [
+        [[0.0, -0.25, -0.5], [-0.25, 0.0, -0.25], [-0.5, -0.25, 0.0]]
+    ]
+    assert alibi_bias(small, one, causal=True).tolist() == [
+        [[0.0, -inf, -inf], [-0.25, 0.0, -inf], [-0.5, -0.25, 0.0]]
+    ]
 
 
 # -- Shaw ------------------------------------------------------------------------------
@@ -241,9 +256,21 @@ def test_relative_value_sum_equals_the_per_pair_table():
 
 
 def test_shaw_without_relative_values_has_no_value_table():
-    module = ShawSelfAttention(HIDDEN, HEADS, 4, relative_values=False)
-    assert module.value_table is None
-    assert "value_table" not in dict(module.named_parameters())
+    k, head_size = 4, HIDDEN // HEADS
+    torch.manual_seed(0)
+    with_values = ShawSelfAttention(HIDDEN, HEADS, k).to(F64).eval()
+    without = ShawSelfAttention(HIDDEN, HEADS, k, relative_values=False).to(F64).eval()
+    count = lambda module: sum(p.numel() for p in module.parameters())  # noqa: E731
+    assert count(with_values) - count(without) == (2 * k + 1) * head_size
+    # Same weights otherwise: it computes what the other does with a zero value table.
+    without.load_state_dict(
+        {n: t for n, t in with_values.state_dict().items() if n != "value_table"}
+    )
+    with torch.no_grad():
+        with_values.value_table.zero_()
+    x = torch.randn(2, 7, HIDDEN, dtype=F64)
+    with torch.no_grad():
+        torch.testing.assert_close(without(x), with_values(x), rtol=0, atol=1e-12)
 
 
 # -- Transformer-XL --------------------------------------------------------------------
@@ -348,8 +375,12 @@ def test_score_by_distance_of_the_bias_schemes_is_the_bias():
     alibi = score_by_distance(MODULES["alibi"], distances, x, -x)
     slopes = alibi_slopes(HEADS, dtype=F64)
     torch.testing.assert_close(alibi, -slopes[:, None] * distances.abs().to(F64))
-    t5 = MODULES["t5"]
-    expected = t5.position_bias(distances[:, None])[:, :, 0]  # (h, m)
+    t5 = MODULES["t5"]  # 8 buckets, max_distance 6
+    # transformers' T5 buckets of j - i (relpos's distance is i - j).
+    buckets = T5Attention._relative_position_bucket(
+        -distances, bidirectional=True, num_buckets=8, max_distance=6
+    )
+    expected = t5.position_bias.embedding.weight[buckets].T  # (h, m)
     torch.testing.assert_close(score_by_distance(t5, distances, x, x), expected)
     rotary = score_by_distance(MODULES["rotary"], distances, x, -x)
     assert rotary[:, 20].abs().max() < 1e-12  # no contribution at distance 0
@@ -380,18 +411,34 @@ def test_score_by_distance_of_deberta_is_c2p_plus_p2c():
     )
 
 
-def test_every_attention_is_a_scheme_self_attention():
-    assert set(ATTENTIONS) == {"shaw", "transformer_xl", "t5", "alibi", "rotary"}
-    for name, cls in ATTENTIONS.items():
-        module = cls(HIDDEN, HEADS)
-        assert isinstance(module, SchemeSelfAttention), name
-        assert module(torch.randn(2, 5, HIDDEN)).shape == (2, 5, HIDDEN)
-    assert isinstance(T5SelfAttention(HIDDEN, HEADS).position_bias, T5Bias)
-    assert isinstance(AlibiSelfAttention(HIDDEN, HEADS).position_bias, AlibiBias)
-    alibi_parameters = dict(AlibiSelfAttention(HIDDEN, HEADS).named_parameters())
-    assert all(
-        name.endswith(("_proj.weight", "_proj.bias")) for name in alibi_parameters
-    )
+@pytest.mark.parametrize("name", SCHEMES)
+def test_every_attention_is_a_scheme_self_attention(name):
+    torch.manual_seed(0)
+    module = ATTENTIONS[name](HIDDEN, HEADS).to(F64).eval()
+    x = torch.randn(2, 5, HIDDEN, dtype=F64)
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    with torch.no_grad():
+        out = module(x)
+        context, scores = module(x, mask, return_scores=True)
+        # Relative schemes: shifting every position by 3 changes nothing.
+        shifted = module(x, mask, positions=torch.arange(5) + 3)
+    assert out.shape == context.shape == (2, 5, HIDDEN)
+    torch.testing.assert_close(shifted, context, rtol=0, atol=1e-12)
+    probs = scores.probs  # (b, h, i, j)
+    keep = mask.bool()[:, None, None, :]  # (b, 1, 1, j)
+    torch.testing.assert_close(probs.sum(-1), torch.ones(2, HEADS, 5, dtype=F64))
+    assert probs.masked_select(~keep).abs().max() == 0
+    # Without padding, the scores come from the same forward as the plain call.
+    torch.testing.assert_close(context[0], out[0], rtol=0, atol=1e-12)
+
+
+def test_alibi_learns_nothing_but_its_projections():
+    # Its bias is fixed: a gradient step moves only the projections.
+    module = AlibiSelfAttention(HIDDEN, HEADS)
+    module(torch.randn(2, 5, HIDDEN)).square().sum().backward()
+    for parameter_name, parameter in module.named_parameters():
+        assert parameter_name.endswith(("_proj.weight", "_proj.bias")), parameter_name
+        assert parameter.grad is not None and parameter.grad.any(), parameter_name
 
 
 # -- bad input -------------------------------------------------------------------------
@@ -509,6 +556,7 @@ def test_score_by_distance_bad_input():
 # -- in the experiment model ---------------------------------------------------------
 
 
+@pytest.mark.slow  # a training run: 1-18 s a scheme on a busy two-core CPU
 @pytest.mark.parametrize("name", SCHEMES)
 def test_scheme_trains_in_the_experiment_model(name):
     from relpos.book.experiments.config import Config
