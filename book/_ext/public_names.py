@@ -55,6 +55,17 @@ def home(package: str, name: str) -> str:
 
 def autodoc_lines(package: str, name: str) -> list[str]:
     value = getattr(importlib.import_module(package), name)
+    if inspect.isclass(value) and value.__name__ != name:
+        # The same class under a second name (an alias): a class entry that says
+        # so, rather than autodoc's attribute "alias of ...".
+        public = _public_name(value)
+        return [
+            f".. py:class:: {name}",
+            f"   :module: {package}",
+            "",
+            f"   The same class as :class:`{public}`, under the name {package} uses.",
+            "",
+        ]
     if inspect.isclass(value):
         return [f".. autoclass:: {package}.{name}", "   :members:", ""]
     if callable(value):
@@ -72,6 +83,13 @@ def autodoc_lines(package: str, name: str) -> list[str]:
     return lines + [""]
 
 
+def _public_name(value: type) -> str:
+    """``relpos.X`` where the top-level package exports ``value`` as ``X``."""
+    top = importlib.import_module(value.__module__.split(".")[0])
+    for exported in getattr(top, "__all__", ()):
+        if getattr(top, exported, None) is value:
+            return f"{top.__name__}.{exported}"
+    return f"{value.__module__}.{value.__qualname__}"
 
 
 def drop_field_aliases(app, what, name, obj, options, lines: list[str]) -> None:

@@ -15,7 +15,12 @@ Where torch's kernel cannot run, this module says so:
   torch's uncompiled reference (exact, but it does store ``n x n`` scores).
 - On the CPU, torch's flex kernel has no backward. When a gradient is needed
   there, the backward pass recomputes the attention with the gather formulation
-  (``O(n^2)`` memory in the backward only).
+  (``O(n^2)`` memory in the backward only). That recomputation calls
+  ``torch.autograd.grad``, which ``torch.compile`` does not trace: on the CPU a
+  compiled model uses flex for inference only.
+- On the CPU, torch 2.13's compiled kernel is wrong when ``n`` is 8 more than a
+  multiple of 16; the sequence is padded to a multiple of 16, its extra keys
+  masked out (``_pad_for_cpu_kernel``).
 
 Speed on the CPU: the kernel and the table products read the queries, keys and
 values head by head, so they are laid out ``(b, h, n, d)`` in memory first
