@@ -172,6 +172,10 @@ def make_score_mod(
     """
     offset = (lookup.shape[0] - 1) // 2  # n - 1
     last_key = None if key_mask is None else key_mask.shape[-1] - 1
+    # Keys added by the CPU padding (past the tables) get -inf, below a padded
+    # real key's dtype minimum: a query whose real keys are all padding still
+    # spreads its weight over its n keys alone, as the other backends do.
+    added_keys = last_key is not None and last_key > offset
 
     def score_mod(score, b, h, i, j):
         # The kernel works in tiles of 128 and may evaluate this at i, j >= n (the
@@ -189,6 +193,8 @@ def make_score_mod(
         if key_mask is not None:
             keep = key_mask[b, torch.clamp(j, 0, last_key)]
             score = torch.where(keep, score, torch.finfo(score.dtype).min)
+        if added_keys:
+            score = torch.where(j <= offset, score, -float("inf"))
         return score
 
     return score_mod
