@@ -31,7 +31,7 @@ import torch
 
 from .. import _cli
 from .._cli import OneLineParser
-from .config import Config
+from .config import SETTINGS, Config
 from .schemes import SCHEMES
 from .tasks import TASKS
 
@@ -40,6 +40,7 @@ DEFAULT_SEEDS = (0, 1, 2)
 # The sweep's own defaults for the fields it varies: every task, every scheme.
 SWEEP_DEFAULTS: dict[str, Callable[[], list[Any]]] = {
     "task": lambda: list(TASKS),
+    "setting": lambda: ["encoder"],
     "scheme": lambda: list(SCHEMES),
     "seed": lambda: list(DEFAULT_SEEDS),
     "train_size": lambda: list(DEFAULT_TRAIN_SIZES),
@@ -69,6 +70,8 @@ def _converter(field: dataclasses.Field) -> Callable[[str], Any]:
         return _cli.names("tasks", TASKS)
     if field.name == "scheme":
         return _cli.names("schemes", lambda: SCHEMES)
+    if field.name == "setting":
+        return _cli.names("settings", SETTINGS)
     if field.metadata.get("sweep"):
         return _cli.integers()
     if str(field.type) not in _CONVERTERS:

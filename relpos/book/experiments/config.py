@@ -17,8 +17,12 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
-from relpos._checks import check_int
+from relpos._checks import check_choice, check_int
 from relpos.config import AttentionConfig
+
+
+#: The two settings a run trains in: an encoder, or a causal decoder.
+SETTINGS = ("encoder", "causal")
 
 
 def _about(
@@ -85,6 +89,17 @@ class Config:
             sweep=True,
         ),
     )
+    setting: str = field(
+        default="encoder",
+        metadata=_about(
+            "comma-separated settings: 'encoder' (every token attends to every "
+            "other) or 'causal' (a decoder: each token attends to itself and the "
+            "tokens before it)",
+            flags=("--setting", "--settings"),
+            metavar="NAMES",
+            sweep=True,
+        ),
+    )
     seed: int = field(
         default=0,
         metadata=_about(
@@ -141,12 +156,21 @@ class Config:
             "distance of the last log bucket of 'deberta-buckets'", metavar="M"
         ),
     )
+    t5_max_distance: int = field(
+        default=32,
+        metadata=_about(
+            "distance from which 't5' puts every pair in its last bucket; at the "
+            "training length or below, every bucket is read in training",
+            metavar="M",
+        ),
+    )
 
     def __post_init__(self) -> None:
         for name in ("task", "scheme"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value:
                 raise TypeError(f"{name} must be a non-empty str, got {value!r}")
+        check_choice("setting", self.setting, SETTINGS)
         check_int("seed", self.seed, minimum=0)
         for name in (
             "train_length",
@@ -164,6 +188,7 @@ class Config:
             "max_relative_positions",
             "position_buckets",
             "bucket_max_position",
+            "t5_max_distance",
         ):
             check_int(name, getattr(self, name), minimum=2)
         lengths = self.test_lengths
@@ -205,6 +230,11 @@ class Config:
         return AttentionConfig(self.hidden_size, self.num_heads, **settings)
 
     @property
+    def causal(self) -> bool:
+        """Whether the model is a causal decoder (``setting == "causal"``)."""
+        return self.setting == "causal"
+
+    @property
     def max_length(self) -> int:
         """The longest sequence the model will see: sizes absolute position tables."""
         return max(self.train_length, *self.test_lengths)
@@ -244,11 +274,13 @@ def data_seed(config: Config, length: int, split: str) -> int:
 def model_seed(config: Config) -> int:
     """The seed of a model's initial weights and batch order.
 
-    Derived from ``(seed, task, scheme, train_size)`` and nothing else.
+    Derived from ``(seed, task, scheme, train_size)`` and, for a causal run, the
+    setting; nothing else.
     """
-    return derive_seed(
-        "model", config.seed, config.task, config.scheme, config.train_size
-    )
+    parts = ["model", config.seed, config.task, config.scheme, config.train_size]
+    if config.causal:
+        parts.append("causal")
+    return derive_seed(*parts)
 
 
-__all__ = ["Config", "data_seed", "derive_seed", "model_seed"]
+__all__ = ["SETTINGS", "Config", "data_seed", "derive_seed", "model_seed"]

@@ -49,7 +49,7 @@ The schemes registered here:
 - ``shaw``, ``transformer_xl``, ``t5``, ``alibi``, ``rotary``: the self-attentions of
   ``relpos.schemes`` in the same block. Shaw clips at ``max_relative_positions``
   (``2k + 1`` rows, relative values on); T5 has ``2 * position_buckets`` buckets
-  (as many as ``deberta-buckets`` has rows) up to ``bucket_max_position``;
+  (as many as ``deberta-buckets`` has rows) up to ``t5_max_distance``;
   Transformer-XL, ALiBi and rotary have no size setting.
 - ``deberta``: DeBERTa's relative table with c2p and p2c, distances clipped to
   ``[-k, k - 1]`` with ``k = max_relative_positions``.
@@ -264,7 +264,7 @@ ATTENTION_SETTINGS: dict[str, Callable[[Config], dict[str, Any]]] = {
     "shaw": lambda config: {"max_relative_positions": config.max_relative_positions},
     "t5": lambda config: {
         "num_buckets": 2 * config.position_buckets,
-        "max_distance": config.bucket_max_position,
+        "max_distance": config.t5_max_distance,
     },
 }
 
