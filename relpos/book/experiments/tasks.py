@@ -26,9 +26,10 @@ the tokens, so the same seed always gives the same data.
   help here if anywhere.
 
 ``Task.chance`` is the accuracy of a uniform guess over the tokens (or the
-residues): ``1 / vocab_size`` or ``1 / modulus``. On ``window`` a guess that knew
-the answer is a maximum (its distribution leans to the large tokens) does
-better; ``chance`` stays the uniform guess.
+residues): ``1 / vocab_size`` or ``1 / modulus``. On ``window`` the answer is a
+maximum of six tokens and leans to the large ones: always guessing the largest
+token is right with probability ``1 - (15/16)^6``, about 0.32, well above
+``chance``, which stays the uniform guess.
 
 Shape legend:
     tokens, labels: ``(b, n)``, ``torch.long``; b sequences of length n
