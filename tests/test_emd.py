@@ -111,11 +111,16 @@ def test_positions_must_be_a_module():
 
 
 def test_emd_trains_on_the_absolute_task():
+    # 60 steps: the loss falls to 0.1-0.32 of its start for seeds 0-4, while
+    # deberta (no absolute position anywhere) keeps 0.68-0.73 of it
+    sizes = dict(steps=60, train_size=64, hidden_size=16, batch_size=16)
     config = Config(
         task="absolute",
         scheme="deberta-emd",
-        **{**TINY, "steps": 40, "train_size": 64, "hidden_size": 16},
+        **{**TINY, **sizes, "learning_rate": 1e-2},
     )
-    losses = train(config).losses
-    first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
-    assert last < 0.7 * first, (first, last)
+    emd = train(config).losses
+    deberta = train(config.replace(scheme="deberta")).losses
+    first, last = sum(emd[:5]) / 5, sum(emd[-5:]) / 5
+    assert last < 0.5 * first, (first, last)
+    assert last < 0.7 * sum(deberta[-5:]) / 5, (last, deberta[-5:])

@@ -44,7 +44,9 @@ def model_of(scheme: str, setting: str = "encoder", **changes) -> TinyModel:
     return TinyModel(config).eval()
 
 
-def later_tokens_changed(n: int = 10, cut: int = 5) -> tuple[torch.Tensor, torch.Tensor]:
+def later_tokens_changed(
+    n: int = 10, cut: int = 5
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Two batches equal at positions ``< cut`` and different at every later one."""
     generator = torch.Generator().manual_seed(1)
     tokens = torch.randint(16, (3, n), generator=generator)

@@ -1,4 +1,4 @@
-"""DeBERTa's enhanced mask decoder, tiny: absolute positions added late (``deberta-emd``).
+"""DeBERTa's enhanced mask decoder, tiny: absolute positions added late."""
 
 DeBERTa (He et al. 2021, ``he2021deberta``) reads only relative positions in
 its encoder and adds the absolute ones just before its masked-language-model
@@ -16,7 +16,11 @@ Keys and values always come from ``hidden``, which carries no absolute
 position; the queries carry it, and the attention sub-layer's residual adds the
 query states (as ``transformers``' ``DebertaV2Layer`` with ``query_states``).
 Because the decoder replaces the last layer's ordinary pass, the absolute
-positions reach the output through the decoder alone.
+positions reach the output through the decoder alone. ``transformers`` keeps
+only a remnant: ``DebertaV2Model.z_steps`` (0, so off) reruns the last layer
+with ``query_states`` but adds no absolute position, and its masked-language
+model head reads the encoder's output directly. :class:`EnhancedMaskDecoder` is
+the encoder of the ``deberta-emd`` scheme.
 
 The tiny version (:class:`EnhancedMaskDecoder`) keeps: relative attention (the
 shared LayerNorm-ed table, c2p and p2c) in every layer; a learned absolute
