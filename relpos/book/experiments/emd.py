@@ -1,4 +1,4 @@
-"""DeBERTa's enhanced mask decoder, tiny: absolute positions added late."""
+"""DeBERTa's enhanced mask decoder, tiny: absolute positions added late.
 
 DeBERTa (He et al. 2021, ``he2021deberta``) reads only relative positions in
 its encoder and adds the absolute ones just before its masked-language-model

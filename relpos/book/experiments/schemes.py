@@ -33,8 +33,9 @@ changes::
     register_scheme("my-scheme", lambda config: (None, attention_encoder(config, make)))
 
 A new *attention* scheme is registered once, in the core, and is then a scheme
-here too (built as ``attention(hidden_size, num_heads)`` in the shared block;
-sizes from the config via :data:`ATTENTION_SETTINGS`)::
+here too (built as ``attention(hidden_size, num_heads)`` in the shared block,
+with ``causal=True`` added in the causal setting; sizes from the config via
+:data:`ATTENTION_SETTINGS`)::
 
     relpos.schemes.register_attention("my-attention", MySelfAttention)
 
@@ -191,17 +192,6 @@ class SinusoidalPositions(nn.Module):
         return table[seq_len:] * self.scale  # (n, hidden): positions 0..n-1
 
 
-def causal_settings(causal: bool) -> dict[str, bool]:
-    """The keyword that makes an attention causal: ``{"causal": True}``, or nothing.
-
-    The encoder setting passes no keyword at all, so its modules are built
-    exactly as before the causal setting existed.
-    """
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {causal!r}")
-    return {"causal": True} if causal else {}
-
-
 class ContentSelfAttention(SelfAttention):
     """Plain multi-head self-attention: the bare ``relpos.core.SelfAttention``.
 
@@ -216,9 +206,7 @@ class ContentSelfAttention(SelfAttention):
     """
 
     def __init__(self, hidden_size: int, num_heads: int, causal: bool = False) -> None:
-        super().__init__(
-            hidden_size, num_heads, backend="gather", **causal_settings(causal)
-        )
+        super().__init__(hidden_size, num_heads, backend="gather", causal=causal)
 
 
 class AttentionEncoder(nn.Module):
@@ -288,7 +276,7 @@ def deberta_attention(config: Config, **position_settings: Any) -> AttentionConf
 
     ``position_settings`` are fields of ``relpos.AttentionConfig``.
     """
-    return config.attention(**position_settings, **causal_settings(config.causal))
+    return config.attention(**position_settings, causal=config.causal)
 
 
 def content_encoder(config: Config) -> AttentionEncoder:
@@ -391,8 +379,8 @@ def _shaw_keys(config: Config) -> PositionParts:
             config.hidden_size,
             config.num_heads,
             relative_values=False,
+            causal=config.causal,
             **settings,
-            **causal_settings(config.causal),
         ),
     )
 
@@ -430,7 +418,8 @@ def attention_scheme(name: str) -> SchemeBuilder:
     def build(config: Config) -> PositionParts:
         attention = ATTENTIONS[name]
         settings = ATTENTION_SETTINGS.get(name, lambda config: {})(config)
-        settings.update(causal_settings(config.causal))
+        if config.causal:  # the core's contract: causal=True only for a decoder
+            settings["causal"] = True
         return None, attention_encoder(
             config, lambda: attention(config.hidden_size, config.num_heads, **settings)
         )
@@ -566,7 +555,6 @@ __all__ = [
     "attention_encoder",
     "attention_scheme",
     "build_scheme",
-    "causal_settings",
     "content_encoder",
     "deberta_ablation",
     "deberta_attention",
