@@ -87,6 +87,16 @@ def test_causal_form_has_the_same_parameters(scheme):
     assert shapes == [(name, p.shape) for name, p in causal.named_parameters()]
 
 
+def test_t5_and_alibi_take_their_own_causal_forms():
+    for setting, causal in (("encoder", False), ("causal", True)):
+        t5 = model_of("t5", setting).encoder.layers[0].attention.position_bias
+        assert (t5.bidirectional, t5.num_buckets) == (not causal, 16)  # 2 * 8 buckets
+        alibi = model_of("alibi", setting).encoder.layers[0].attention.position_bias
+        assert alibi.causal is causal
+    deberta = model_of("deberta-emd", "causal")
+    assert all(layer.attention.config.causal for layer in deberta.encoder.layers)
+
+
 @pytest.mark.parametrize("scheme", list(SCHEMES))
 def test_causal_form_with_padding(scheme):
     model = model_of(scheme, "causal")
