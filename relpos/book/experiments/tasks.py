@@ -191,7 +191,7 @@ TASKS: dict[str, Task] = {
         "window",
         "window",
         6,
-        description="output the largest of the 6 tokens before",
+        description="output the max of the 6 prior tokens",
     ),
 }
 
