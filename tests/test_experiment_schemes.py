@@ -237,6 +237,15 @@ def test_window_task_follows_its_rule():
     assert task.chance == 1 / task.vocab_size
 
 
+def test_a_task_checks_its_rule():
+    from relpos.book.experiments.tasks import Task
+
+    with pytest.raises(ValueError, match="kind"):
+        Task("odd", "reverse", 3)
+    with pytest.raises(ValueError, match="param"):
+        Task("odd", "position", 1)
+
+
 def test_a_window_model_has_its_classes():
     model = model_of("deberta", task="window")
     logits = model(torch.randint(16, (2, 8)))

@@ -46,6 +46,9 @@ from relpos._checks import check_choice, check_int
 VOCAB_SIZE = 16
 NO_TOKEN = VOCAB_SIZE  # the class of "no token that far back"
 
+#: The label rules a ``Task`` can have.
+KINDS = ("shift", "window", "position")
+
 
 def shifted_labels(
     tokens: torch.Tensor, shift: int, no_token: int = NO_TOKEN
@@ -120,6 +123,11 @@ class Task:
     param: int
     vocab_size: int = VOCAB_SIZE
     description: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        check_choice("kind", self.kind, KINDS)
+        check_int("param", self.param, minimum=2 if self.kind == "position" else 1)
+        check_int("vocab_size", self.vocab_size, minimum=2)
 
     @property
     def num_classes(self) -> int:
@@ -202,6 +210,7 @@ def get_task(name: str) -> Task:
 
 
 __all__ = [
+    "KINDS",
     "NO_TOKEN",
     "TASKS",
     "Task",
