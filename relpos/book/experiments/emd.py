@@ -30,10 +30,13 @@ as in DeBERTa); the last layer applied twice with shared weights, keys and
 values from its input, queries from the running query states. It drops: the
 masked-language-model head and its sharing of the token embedding matrix
 (the tiny model's classifier reads the decoder's output at every position,
-not only at masked ones), the selection of masked positions, the input
-position bias option (``position_biased_input``), and DeBERTa's convolution
-layer. With one encoder layer, the last layer's input is the embedding output,
-so the whole model is the two decoder passes.
+not only at masked ones), the selection of masked positions, DeBERTa's
+convolution layer, and the other branch of ``position_biased_input`` (with it
+on, DeBERTa adds absolute positions at the input as BERT does and skips the
+decoder; the decoder is the ``position_biased_input=False`` branch kept here).
+The model's cost grows by one layer: the last layer runs twice. With one
+encoder layer, the last layer's input is the embedding output, so the whole
+model is the two decoder passes.
 
 Shapes:
     hidden_states, query_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
