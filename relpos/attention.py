@@ -66,6 +66,8 @@ class DisentangledSelfAttention(SelfAttention):
             ``"gather"`` (score against the ``2k`` rows, then gather) or
             ``"flex"`` (FlexAttention kernel; nothing ``n x n`` is stored), or
             any name registered with ``relpos.register_backend``.
+        causal: query ``i`` attends to keys ``j <= i`` only (the same terms under
+            the causal mask).
         config: all of the above as one ``relpos.AttentionConfig`` instead; an
             argument that differs from the config is a ``ValueError``.
 
@@ -76,6 +78,7 @@ class DisentangledSelfAttention(SelfAttention):
         hidden_states: ``(b, n, hidden)``
         rel_embeddings: ``(2 * span, hidden)``, the table shared by all layers
         attention_mask: ``(b, n)``, 1 for a token and 0 for padding
+        query_states: ``(b, n, hidden)``, the queries' input (default hidden_states)
         output: ``(b, n, hidden)``, the context before any output projection
     """
 
@@ -91,6 +94,7 @@ class DisentangledSelfAttention(SelfAttention):
         share_att_key: bool = True,
         dropout: float = 0.0,
         backend: str = "gather",
+        causal: bool = False,
         *,
         config: AttentionConfig | None = None,
     ) -> None:
@@ -105,10 +109,15 @@ class DisentangledSelfAttention(SelfAttention):
                 share_att_key=share_att_key,
                 dropout=dropout,
                 backend=backend,
+                causal=causal,
             ),
         )
         super().__init__(
-            config.hidden_size, config.num_heads, config.dropout, backend=config.backend
+            config.hidden_size,
+            config.num_heads,
+            config.dropout,
+            backend=config.backend,
+            causal=config.causal,
         )
         self.config = config
         self.max_relative_positions = config.max_relative_positions
@@ -252,6 +261,8 @@ class DisentangledSelfAttention(SelfAttention):
     ) -> AttentionScores:
         """c2c, c2p, p2c and the probabilities (the backend's ``scores``, else gather).
 
+        The probabilities are causal when the module is; the terms are not masked.
+
         Shapes:
             query: ``(b, h, i, d)``; key: ``(b, h, j, d)``; key_mask: ``(b, j)``
             output: ``AttentionScores`` of ``(b, h, i, j)`` tensors
@@ -260,7 +271,8 @@ class DisentangledSelfAttention(SelfAttention):
             query, key, query_positions, key_positions, rel_embeddings=rel_embeddings
         )
         scores = get_backend(self.backend).scores or _gather.scores
-        return scores(query, key, terms, key_mask, self.scale)
+        causal = {"causal": True} if self.causal else {}  # as for the kernels
+        return scores(query, key, terms, key_mask, self.scale, **causal)
 
     # -- forward ---------------------------------------------------------------
 
@@ -270,12 +282,17 @@ class DisentangledSelfAttention(SelfAttention):
         rel_embeddings: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
         *,
+        query_states: torch.Tensor | None = None,
         return_scores: bool = False,
     ) -> torch.Tensor | tuple[torch.Tensor, AttentionScores]:
         """Attend over ``hidden_states`` with relative positions from the table.
 
         Padding (``attention_mask == 0``) is removed from every query's keys; the
-        outputs at padded positions are finite but carry no meaning.
+        outputs at padded positions are finite but carry no meaning. With
+        ``causal``, so are the keys after each query. ``query_states`` (default
+        ``hidden_states``) is what the queries are projected from (c2c and c2p
+        read it; keys, values and p2c read ``hidden_states``), as in
+        ``transformers``' DeBERTa and its enhanced mask decoder.
 
         Returns:
             The context ``(b, n, hidden)``; with ``return_scores=True`` also an
@@ -286,13 +303,19 @@ class DisentangledSelfAttention(SelfAttention):
         Shapes:
             hidden_states: ``(b, n, hidden)``
             rel_embeddings: ``(2 * span, hidden)``
-            attention_mask: ``(b, n)``
+            attention_mask: ``(b, n)``; query_states: ``(b, n, hidden)``
             output: ``(b, n, hidden)``
         """
         key_mask = self.check_inputs(hidden_states, attention_mask)
+        query_states = self.check_query_states(query_states, hidden_states)
         self.check_table(rel_embeddings, hidden_states)
         return self._attend(
-            hidden_states, key_mask, None, return_scores, rel_embeddings=rel_embeddings
+            hidden_states,
+            key_mask,
+            None,
+            return_scores,
+            query_states=query_states,
+            rel_embeddings=rel_embeddings,
         )
 
     def check_table(self, rel_embeddings: object, like: torch.Tensor) -> torch.Tensor:
@@ -334,6 +357,7 @@ class DisentangledSelfAttention(SelfAttention):
             f"span={self.span}, position_buckets={self.position_buckets}, "
             f"pos_att_type={self.pos_att_type}, "
             f"share_att_key={self.share_att_key}, backend={self.backend!r}"
+            + (", causal=True" if self.causal else "")
         )
 
 

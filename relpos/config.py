@@ -1,7 +1,7 @@
 """The attention settings, in one frozen dataclass checked in one place.
 
 ``DisentangledSelfAttention``, ``DisentangledEncoderLayer`` and
-``DisentangledEncoder`` take the same eight settings; they are the fields of
+``DisentangledEncoder`` take the same nine settings; they are the fields of
 :class:`AttentionConfig`, with their defaults written only here (nanoGPT's
 ``GPTConfig`` is the model). ``__post_init__`` checks every field and raises a
 ``TypeError``/``ValueError`` naming it, so a config that exists is valid: the
@@ -46,6 +46,8 @@ class AttentionConfig:
         dropout: dropout on the attention probabilities (training only).
         backend: a name in ``relpos.BACKENDS`` (``"naive"``, ``"gather"``,
             ``"flex"``, or one registered with ``relpos.register_backend``).
+        causal: query ``i`` attends to keys ``j <= i`` only (a decoder's
+            attention), on every backend; see ``relpos.core``.
     """
 
     hidden_size: int
@@ -56,6 +58,7 @@ class AttentionConfig:
     share_att_key: bool = True
     dropout: float = 0.0
     backend: str = "gather"
+    causal: bool = False
 
     def __post_init__(self) -> None:
         from .backends import BACKENDS
@@ -78,6 +81,7 @@ class AttentionConfig:
         for term in terms:
             check_choice("pos_att_type entries", term, POS_ATT_TYPES)
         check_bool("share_att_key", self.share_att_key)
+        check_bool("causal", self.causal)
         check_choice("backend", self.backend, BACKENDS)
         normal = {
             "hidden_size": hidden,

@@ -20,6 +20,20 @@ With ``q``, ``k``, ``v`` the per-head projections and ``d`` the head width::
 
 The bare ``SelfAttention`` is attention without any position information.
 
+Causal attention. With ``causal=True`` query ``i`` attends to keys ``j <= i``
+only: the keys after it get no weight (a logit of ``-inf``), on top of the
+padding key mask, on every path (the explicit one and every kernel). "After" is
+the order of the sequence, row ``i`` and column ``j``, whatever ``positions``
+says. The logits of ``return_scores=True`` stay those before masking; the
+probabilities are exactly 0 above the diagonal. A scheme with a causal form of
+its own (ALiBi's one-sided bias, T5's one-sided buckets) takes it when built
+with ``causal=True``.
+
+Query states. ``forward(..., query_states=x_q)`` projects the queries from
+``x_q`` and the keys and values from ``hidden_states`` (both ``(b, n, hidden)``),
+as DeBERTa's enhanced mask decoder does (``transformers``'
+``DebertaV2Attention`` with ``query_states``); ``None`` means ``hidden_states``.
+
 Kernels. A scheme whose position enters only through ``rotate``, or through
 the table terms of :class:`relpos.backends.PositionTerms` (DeBERTa, which
 gives them in ``position_terms``), runs on any kernel of
@@ -49,6 +63,7 @@ import torch
 from torch import nn
 
 from ._checks import (
+    check_bool,
     check_choice,
     check_float_tensor,
     check_int,
@@ -138,10 +153,12 @@ class SelfAttention(nn.Module):
         dropout: dropout on the attention probabilities (training only).
         backend: the kernel (a name in ``relpos.BACKENDS``) for schemes that can
             use one (see the module docstring); the others ignore it.
+        causal: query ``i`` attends to keys ``j <= i`` only (a decoder).
 
     Shapes:
         hidden_states: ``(b, n, hidden)``
         attention_mask: ``(b, n)``, 1 for a token and 0 for padding (masked as keys)
+        query_states: ``(b, n, hidden)``, the queries' input (default hidden_states)
         positions: ``(n,)`` integers, default ``0, 1, ..., n - 1``
         output: ``(b, n, hidden)``
     """
@@ -156,6 +173,7 @@ class SelfAttention(nn.Module):
         dropout: float = 0.0,
         *,
         backend: str = "naive",
+        causal: bool = False,
     ) -> None:
         super().__init__()
         self.hidden_size = check_int("hidden_size", hidden_size, minimum=1)
@@ -168,6 +186,7 @@ class SelfAttention(nn.Module):
         self.head_size = self.hidden_size // self.num_heads
         self.dropout_p = check_rate("dropout", dropout)
         self.backend = check_choice("backend", backend, BACKENDS)
+        self.causal = check_bool("causal", causal)
         self.query_proj = nn.Linear(self.hidden_size, self.hidden_size)
         self.key_proj = nn.Linear(self.hidden_size, self.hidden_size)
         self.value_proj = nn.Linear(self.hidden_size, self.hidden_size)
@@ -302,14 +321,15 @@ class SelfAttention(nn.Module):
         key_positions: torch.Tensor,
         **inputs: Any,
     ) -> NamedTuple:
-        """The logits and the masked softmax (``SchemeScores``).
+        """The logits and the masked softmax (``SchemeScores``), causal if ``causal``.
 
         Shapes:
             query: ``(b, h, i, d)``; key: ``(b, h, j, d)``; key_mask: ``(b, j)`` bool
             output: ``SchemeScores`` of ``(b, h, i, j)`` tensors
         """
         logits = self.logits(query, key, query_positions, key_positions, **inputs)
-        return SchemeScores(logits, _masked_fill(logits, key_mask).softmax(-1))
+        probs = _masked_fill(logits, key_mask, self.causal).softmax(-1)
+        return SchemeScores(logits, probs)
 
     def _attend(
         self,
@@ -317,18 +337,22 @@ class SelfAttention(nn.Module):
         key_mask: torch.Tensor | None,
         positions: torch.Tensor | None = None,
         return_scores: bool = False,
+        *,
+        query_states: torch.Tensor | None = None,
         **inputs: Any,
     ) -> torch.Tensor | tuple[torch.Tensor, NamedTuple]:
         """``forward`` after the checks: ``key_mask`` is bool ``(b, n)`` or None.
 
         Shapes:
-            hidden_states: ``(b, n, hidden)``; key_mask: ``(b, n)``; positions ``(n,)``
-            output: ``(b, n, hidden)``
+            hidden_states, query_states: ``(b, n, hidden)``; key_mask: ``(b, n)``
+            positions ``(n,)``; output: ``(b, n, hidden)``
         """
         n = hidden_states.shape[1]
         if positions is None:
             positions = torch.arange(n, device=hidden_states.device)  # (n,)
-        query = self.split_heads(self.query_proj(hidden_states))  # (b, h, i, d)
+        if query_states is None:
+            query_states = hidden_states
+        query = self.split_heads(self.query_proj(query_states))  # (b, h, i, d)
         key = self.split_heads(self.key_proj(hidden_states))  # (b, h, j, d)
         value = self.split_heads(self.value_proj(hidden_states))  # (b, h, j, d)
         scores = None
@@ -344,7 +368,11 @@ class SelfAttention(nn.Module):
             terms = self.position_terms(query, key, positions, positions, **inputs)
             dropout_p = self.dropout_p if self.training else 0.0
             attend = get_backend(self.backend).attend
-            context = attend(query, key, value, terms, key_mask, self.scale, dropout_p)
+            # causal only when set: a kernel written without the keyword still works.
+            causal = {"causal": True} if self.causal else {}
+            context = attend(
+                query, key, value, terms, key_mask, self.scale, dropout_p, **causal
+            )
         context = context.transpose(1, 2).flatten(-2)  # (b, n, hidden)
         return (context, scores) if return_scores else context
 
@@ -353,11 +381,15 @@ class SelfAttention(nn.Module):
         hidden_states: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
         *,
+        query_states: torch.Tensor | None = None,
         positions: torch.Tensor | None = None,
         return_scores: bool = False,
     ) -> torch.Tensor | tuple[torch.Tensor, NamedTuple]:
         """Attend over ``hidden_states``; padded keys (``attention_mask == 0``) get
-        no weight.
+        no weight, nor, when ``causal``, the keys after each query.
+
+        ``query_states`` (default ``hidden_states``) is what the queries are
+        projected from; keys and values come from ``hidden_states``.
 
         Returns:
             The context ``(b, n, hidden)``; with ``return_scores=True`` also the
@@ -365,12 +397,16 @@ class SelfAttention(nn.Module):
 
         Shapes:
             hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
-            positions: ``(n,)``
+            query_states: ``(b, n, hidden)``; positions: ``(n,)``
             output: ``(b, n, hidden)``
         """
         key_mask = self.check_inputs(hidden_states, attention_mask)
+        query_states = self.check_query_states(query_states, hidden_states)
         positions = self.check_positions(positions, hidden_states)
-        return self._attend(hidden_states, key_mask, positions, return_scores)
+        return self._attend(
+            hidden_states, key_mask, positions, return_scores,
+            query_states=query_states,
+        )
 
     # -- the checks at the edge -------------------------------------------------------
 
@@ -402,6 +438,30 @@ class SelfAttention(nn.Module):
         return normalise_mask(attention_mask, hidden_states)
 
     @staticmethod
+    def check_query_states(
+        query_states: object, hidden_states: torch.Tensor
+    ) -> torch.Tensor | None:
+        """``None``, or a tensor with the shape, dtype and device of ``hidden_states``.
+
+        Shapes:
+            query_states, hidden_states: ``(b, n, hidden)``; output: ``(b, n, hidden)``
+        """
+        if query_states is None:
+            return None
+        shape = tuple(hidden_states.shape)
+        check_float_tensor("query_states", query_states, f"(b, n, hidden) = {shape}")
+        if tuple(query_states.shape) != shape:
+            raise ValueError(
+                "query_states must have the shape of hidden_states (b, n, hidden) = "
+                f"{shape}, got {tuple(query_states.shape)}"
+            )
+        check_same_dtype("query_states", query_states, "hidden_states",
+                         hidden_states.dtype)
+        check_same_device("query_states", query_states, "hidden_states",
+                          hidden_states.device)
+        return query_states
+
+    @staticmethod
     def check_positions(
         positions: object, hidden_states: torch.Tensor
     ) -> torch.Tensor | None:
@@ -420,7 +480,8 @@ class SelfAttention(nn.Module):
         return positions.to(device=hidden_states.device, dtype=torch.long)
 
     def extra_repr(self) -> str:
-        return f"hidden_size={self.hidden_size}, num_heads={self.num_heads}"
+        causal = ", causal=True" if self.causal else ""
+        return f"hidden_size={self.hidden_size}, num_heads={self.num_heads}{causal}"
 
 
 __all__ = ["SelfAttention", "normalise_mask", "relative_distances"]

@@ -6,6 +6,12 @@ inside it::
     a = LayerNorm(x + dropout(W_o attention(x)))               attention sub-layer
     y = LayerNorm(a + dropout(W_2 GELU(W_1 a)))                feed-forward sub-layer
 
+Given ``query_states`` ``x_q`` (DeBERTa's enhanced mask decoder), the queries
+are projected from ``x_q`` and the attention sub-layer's residual adds ``x_q``:
+``a = LayerNorm(x_q + dropout(W_o attention(x, query_states=x_q)))``, as in
+``transformers``' ``DebertaV2Layer``. A causal encoder (a decoder's stack) is
+one whose attention is causal: ``AttentionConfig(causal=True)``.
+
 ``DisentangledEncoder`` stacks such blocks around ``DisentangledSelfAttention``
 and owns the one relative-position table that every layer reads, exactly as
 ``transformers``' ``DebertaV2Encoder`` does: the table goes through a LayerNorm
@@ -71,6 +77,9 @@ class EncoderLayer(nn.Module):
         a = attention_norm(x + dropout(attention_output(context)))
         y = output_norm(a + dropout(output(GELU(intermediate(a)))))
 
+    With ``query_states`` ``x_q`` the attention gets ``query_states=x_q`` and the
+    first residual is ``x_q + ...`` instead of ``x + ...``.
+
     Keyword arguments given to ``forward`` beyond the mask go to the attention
     unchanged, so a scheme that needs extra input (a table, a bias, rotation
     angles) takes it there. GELU is the exact (erf) GELU that DeBERTa uses.
@@ -88,6 +97,7 @@ class EncoderLayer(nn.Module):
     Shapes:
         hidden_states: ``(b, n, hidden)``
         attention_mask: ``(b, n)``, 1 for a token and 0 for padding
+        query_states: ``(b, n, hidden)``, the queries' input (default hidden_states)
         output: ``(b, n, hidden)``
     """
 
@@ -133,18 +143,28 @@ class EncoderLayer(nn.Module):
         self,
         hidden_states: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
+        *,
+        query_states: torch.Tensor | None = None,
         **attention_kwargs: Any,
     ) -> torch.Tensor:
         """Attention, then feed-forward, each with a residual sum and a LayerNorm.
 
+        ``query_states`` (default ``hidden_states``): the queries' input and the
+        first residual; keys and values come from ``hidden_states``.
+
         Shapes:
             hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
-            output: ``(b, n, hidden)``
+            query_states: ``(b, n, hidden)``; output: ``(b, n, hidden)``
         """
         _check_hidden_states(hidden_states, self.hidden_size)
+        query_states = SelfAttention.check_query_states(query_states, hidden_states)
         if isinstance(self.attention, SelfAttention):
             key_mask = self.attention.check_inputs(hidden_states, attention_mask)
-            return self._forward(hidden_states, key_mask, **attention_kwargs)
+            return self._forward(
+                hidden_states, key_mask, query_states=query_states, **attention_kwargs
+            )
+        if query_states is not None:
+            attention_kwargs["query_states"] = query_states
         context = self.attention(
             hidden_states, attention_mask=attention_mask, **attention_kwargs
         )  # (b, n, hidden)
@@ -158,12 +178,15 @@ class EncoderLayer(nn.Module):
                 "attention must return a context shaped like hidden_states "
                 f"{tuple(hidden_states.shape)}, got {tuple(context.shape)}"
             )
-        return self._block(hidden_states, context)
+        residual = hidden_states if query_states is None else query_states
+        return self._block(residual, context)
 
     def _forward(
         self,
         hidden_states: torch.Tensor,
         key_mask: torch.Tensor | None,
+        *,
+        query_states: torch.Tensor | None = None,
         **attention_kwargs: Any,
     ) -> torch.Tensor:
         """``forward`` after the checks, for a ``relpos`` attention (``SelfAttention``).
@@ -171,19 +194,23 @@ class EncoderLayer(nn.Module):
         ``key_mask`` is the bool ``(b, n)`` key mask, or None; nothing is checked.
 
         Shapes:
-            hidden_states: ``(b, n, hidden)``; key_mask: ``(b, n)``
+            hidden_states, query_states: ``(b, n, hidden)``; key_mask: ``(b, n)``
             output: ``(b, n, hidden)``
         """
         context = self.attention._attend(
-            hidden_states, key_mask, **attention_kwargs
+            hidden_states, key_mask, query_states=query_states, **attention_kwargs
         )  # (b, n, hidden)
-        return self._block(hidden_states, context)
+        residual = hidden_states if query_states is None else query_states
+        return self._block(residual, context)
 
-    def _block(
-        self, hidden_states: torch.Tensor, context: torch.Tensor
-    ) -> torch.Tensor:
+    def _block(self, residual: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
+        """Both sub-layers after the attention: ``residual`` is the first residual.
+
+        Shapes:
+            residual, context: ``(b, n, hidden)``; output: ``(b, n, hidden)``
+        """
         attended = self.attention_norm(
-            hidden_states + self.dropout(self.attention_output(context))
+            residual + self.dropout(self.attention_output(context))
         )  # (b, n, hidden)
         inner = self.activation(self.intermediate(attended))  # (b, n, f)
         out = self.output_norm(attended + self.dropout(self.output(inner)))
@@ -233,7 +260,7 @@ class DisentangledEncoderLayer(EncoderLayer):
             (then ``hidden_size`` and ``num_heads`` may be left out).
         attention_settings: the other fields of ``AttentionConfig``
             (``max_relative_positions``, ``position_buckets``, ``pos_att_type``,
-            ``share_att_key``, ``backend``), with its defaults.
+            ``share_att_key``, ``backend``, ``causal``), with its defaults.
 
     This layer does not drop out the table it is given: ``DisentangledEncoder``
     does that, once per layer, before calling the layer.
@@ -242,6 +269,7 @@ class DisentangledEncoderLayer(EncoderLayer):
         hidden_states: ``(b, n, hidden)``
         rel_embeddings: ``(2 * span, hidden)``, the table shared by all layers
         attention_mask: ``(b, n)``, 1 for a token and 0 for padding
+        query_states: ``(b, n, hidden)``, the queries' input (default hidden_states)
         output: ``(b, n, hidden)``
     """
 
@@ -276,17 +304,29 @@ class DisentangledEncoderLayer(EncoderLayer):
         hidden_states: torch.Tensor,
         rel_embeddings: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
+        *,
+        query_states: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """One DeBERTa layer over ``hidden_states`` with the table ``rel_embeddings``.
 
+        With ``query_states`` this is ``transformers``' ``DebertaV2Layer`` with
+        ``query_states``: queries and the first residual from ``query_states``,
+        keys and values from ``hidden_states`` (the enhanced mask decoder's step).
+
         Shapes:
             hidden_states: ``(b, n, hidden)``; rel_embeddings: ``(2 * span, hidden)``
-            attention_mask: ``(b, n)``
+            attention_mask: ``(b, n)``; query_states: ``(b, n, hidden)``
             output: ``(b, n, hidden)``
         """
         key_mask = self.attention.check_inputs(hidden_states, attention_mask)
+        query_states = self.attention.check_query_states(query_states, hidden_states)
         self.attention.check_table(rel_embeddings, hidden_states)
-        return self._forward(hidden_states, key_mask, rel_embeddings=rel_embeddings)
+        return self._forward(
+            hidden_states,
+            key_mask,
+            query_states=query_states,
+            rel_embeddings=rel_embeddings,
+        )
 
 
 class DisentangledEncoder(nn.Module):

@@ -7,6 +7,9 @@ naming the bad one; checking an index's range reads its values (a host sync),
 so the attentions and backends call the unchecked private twins
 (``_content_to_position``, ...) on inputs they built themselves.
 
+Causal attention (``causal=True``): query ``i`` reads keys ``j <= i`` only, in the
+order of the sequence; ``future_keys`` is the ``(i, j)`` mask of the others.
+
 Shape legend:
     b  batch              h  heads              d  head width
     i  query position     j  key position       r  table row
@@ -19,6 +22,7 @@ from typing import NamedTuple
 import torch
 
 from ._checks import (
+    check_bool,
     check_float_tensor,
     check_index,
     check_number_tensor,
@@ -120,29 +124,54 @@ def _position_to_content(key, pos_query, index):
     return all_rows.gather(-2, index.expand(b, h, *index.shape))  # (b, h, i, j)
 
 
-def _masked_fill(logits, key_mask):
-    if key_mask is None:
-        return logits
-    padded = ~key_mask[:, None, None, :]  # (b, 1, 1, j)
-    return logits.masked_fill(padded, torch.finfo(logits.dtype).min)
+def future_keys(
+    query_len: int, key_len: int, device: torch.device | None = None
+) -> torch.Tensor:
+    """The pairs a causal mask removes: key ``j`` after query ``i`` (``j > i``).
+
+    Counted in the order of the sequence (row ``i``, column ``j``), whatever the
+    positions.
+
+    Shapes:
+        output: ``(i, j)`` bool, True above the diagonal
+    """
+    rows = torch.arange(query_len, device=device)[:, None]  # (i, 1)
+    columns = torch.arange(key_len, device=device)[None, :]  # (1, j)
+    return columns > rows  # (i, j)
 
 
-def _combine(c2c, c2p, p2c, key_mask) -> AttentionScores:
+def _masked_fill(logits, key_mask, causal: bool = False):
+    # Padded keys get the dtype's minimum (a query whose keys are all padding
+    # spreads its weight evenly); keys ahead of a causal query get -inf after
+    # that, so that such a query spreads it over the keys up to itself only.
+    if key_mask is not None:
+        padded = ~key_mask[:, None, None, :]  # (b, 1, 1, j)
+        logits = logits.masked_fill(padded, torch.finfo(logits.dtype).min)
+    if causal:
+        future = future_keys(logits.shape[-2], logits.shape[-1], logits.device)
+        logits = logits.masked_fill(future, float("-inf"))  # (b, h, i, j)
+    return logits
+
+
+def _combine(c2c, c2p, p2c, key_mask, causal: bool = False) -> AttentionScores:
     logits = c2c
     for term in (c2p, p2c):
         if term is not None:
             logits = logits + term
-    return AttentionScores(c2c, c2p, p2c, _masked_fill(logits, key_mask).softmax(-1))
+    probs = _masked_fill(logits, key_mask, causal).softmax(-1)
+    return AttentionScores(c2c, c2p, p2c, probs)
 
 
-def _gather_scores(query, key, pos_key, pos_query, index, key_mask, scale):
+def _gather_scores(
+    query, key, pos_key, pos_query, index, key_mask, scale, causal: bool = False
+):
     c2c = torch.einsum("bhid,bhjd->bhij", query, key) * scale
     c2p = p2c = None
     if pos_key is not None:
         c2p = _content_to_position(query, pos_key, index) * scale
     if pos_query is not None:
         p2c = _position_to_content(key, pos_query, index) * scale
-    return _combine(c2c, c2p, p2c, key_mask)
+    return _combine(c2c, c2p, p2c, key_mask, causal)
 
 
 # -- the public, checked helpers ------------------------------------------------------
@@ -219,10 +248,15 @@ def position_to_content_naive(
     return torch.einsum("bhjd,ijhd->bhij", key, pos_query_pairs)
 
 
-def masked_softmax(logits: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
+def masked_softmax(
+    logits: torch.Tensor, key_mask: torch.Tensor | None, *, causal: bool = False
+) -> torch.Tensor:
     """Softmax over the keys, padded keys removed (given the dtype's minimum).
 
-    A query whose keys are all padding gets uniform weights, not NaN.
+    A query whose keys are all padding gets uniform weights, not NaN. With
+    ``causal=True`` the keys after each query (``j > i``) get no weight either
+    (they get ``-inf``; a fully padded query spreads its weight over keys
+    ``0 .. i``).
 
     Shapes:
         logits: ``(b, h, i, j)``; key_mask: ``(b, j)`` bool (True = token) or None
@@ -230,7 +264,7 @@ def masked_softmax(logits: torch.Tensor, key_mask: torch.Tensor | None) -> torch
     """
     check_float_tensor("logits", logits, "(b, h, i, j)", dim=4)
     _check_key_mask(key_mask, logits)
-    return _masked_fill(logits, key_mask).softmax(-1)
+    return _masked_fill(logits, key_mask, check_bool("causal", causal)).softmax(-1)
 
 
 def combine_scores(
@@ -238,8 +272,12 @@ def combine_scores(
     c2p: torch.Tensor | None,
     p2c: torch.Tensor | None,
     key_mask: torch.Tensor | None,
+    *,
+    causal: bool = False,
 ) -> AttentionScores:
     """Add the (scaled) terms, give padded keys the dtype's minimum, take the softmax.
+
+    With ``causal=True`` keys after the query (``j > i``) get no weight.
 
     Shapes:
         c2c, c2p, p2c: ``(b, h, i, j)``; key_mask: ``(b, j)`` bool or None
@@ -257,7 +295,7 @@ def combine_scores(
                 f"got {tuple(term.shape)}"
             )
     _check_key_mask(key_mask, c2c)
-    return _combine(c2c, c2p, p2c, key_mask)
+    return _combine(c2c, c2p, p2c, key_mask, check_bool("causal", causal))
 
 
 def gather_scores(
@@ -268,8 +306,12 @@ def gather_scores(
     index: torch.Tensor,
     key_mask: torch.Tensor | None,
     scale: float,
+    *,
+    causal: bool = False,
 ) -> AttentionScores:
     """Every score term explicitly, position terms by gather; ``None`` if unused.
+
+    With ``causal=True`` keys after the query (``j > i``) get no weight.
 
     Shapes:
         query, key: ``(b, h, n, d)``; pos_key, pos_query: ``(h, r, d)``
@@ -292,7 +334,10 @@ def gather_scores(
         raise TypeError(f"scale must be a float, got {type(scale).__name__}")
     b, j = query.shape[0], key.shape[-2]
     _check_key_mask(key_mask, query.new_empty(b, 0, 0, j))
-    return _gather_scores(query, key, pos_key, pos_query, index, key_mask, scale)
+    causal = check_bool("causal", causal)
+    return _gather_scores(
+        query, key, pos_key, pos_query, index, key_mask, scale, causal
+    )
 
 
 __all__ = [
@@ -301,6 +346,7 @@ __all__ = [
     "combine_scores",
     "content_to_position",
     "content_to_position_naive",
+    "future_keys",
     "gather_scores",
     "masked_softmax",
     "position_to_content",

@@ -5,14 +5,17 @@ relative scheme, its :class:`PositionTerms`; then it hands them to the kernel
 its ``backend`` names, as x-transformers' ``Attend`` does. Every kernel has one
 signature::
 
-    attend(query, key, value, terms, key_mask, scale, dropout_p) -> context
+    attend(query, key, value, terms, key_mask, scale, dropout_p, *, causal=False)
+        -> context
 
 and computes ``softmax(scale * (q_i . k_j + q_i . Pk[row] + k_j . Pq[row]))``
 over the unpadded keys, dropout ``dropout_p`` on the probabilities, times the
 values; ``row = lookup[i - j + n - 1]`` and a missing term adds nothing
-(``terms=None``: content attention only). A kernel may also give a ``scores``
-function, the same computation with every term kept (``return_scores=True``);
-without one, the gather scores are used.
+(``terms=None``: content attention only). With ``causal=True`` query ``i`` reads
+keys ``j <= i`` only; a module passes the keyword only when it is True, so a
+kernel without it still serves bidirectional attention. A kernel may also give
+a ``scores`` function, the same computation with every term kept
+(``return_scores=True``); without one, the gather scores are used.
 
 A new kernel is one file holding its function and one call::
 

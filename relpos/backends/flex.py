@@ -163,8 +163,13 @@ def make_score_mod(
     p2c_table: torch.Tensor | None,
     lookup: torch.Tensor,
     key_mask: torch.Tensor | None,
+    *,
+    causal: bool = False,
 ) -> Callable:
     """The ``score_mod``: adds c2p and p2c at row ``lookup[i - j + n - 1]``, masks keys.
+
+    Padded keys get the dtype's minimum; with ``causal=True`` the keys after the
+    query (``j > i``) get ``-inf`` after that, as in ``relpos.scores``.
 
     Shapes:
         c2p_table: ``(b, h, i, r)``; p2c_table: ``(b, h, j, r)``
@@ -195,12 +200,17 @@ def make_score_mod(
             score = torch.where(keep, score, torch.finfo(score.dtype).min)
         if added_keys:
             score = torch.where(j <= offset, score, -float("inf"))
+        if causal:
+            # The unclamped indices: a real query i < n keeps its real keys j <= i.
+            score = torch.where(j <= i, score, -float("inf"))
         return score
 
     return score_mod
 
 
-def _run_flex(query, key, value, c2p_table, p2c_table, lookup, key_mask, scale):
+def _run_flex(
+    query, key, value, c2p_table, p2c_table, lookup, key_mask, scale, causal=False
+):
     n = query.shape[-2]
     on_cpu = query.device.type == "cpu"
     compiled = not on_cpu or query.dtype in _COMPILED_CPU_DTYPES
@@ -209,14 +219,18 @@ def _run_flex(query, key, value, c2p_table, p2c_table, lookup, key_mask, scale):
             query, key, value, c2p_table, p2c_table, key_mask
         )  # (b, h, m, d), (b, h, m, r), (b, m): m a multiple of 16
     return _run_padded(
-        query, key, value, c2p_table, p2c_table, lookup, key_mask, scale, compiled
+        query, key, value, c2p_table, p2c_table, lookup, key_mask, scale, compiled,
+        causal,
     )[..., :n, :]  # (b, h, n, d)
 
 
 def _run_padded(
-    query, key, value, c2p_table, p2c_table, lookup, key_mask, scale, compiled
+    query, key, value, c2p_table, p2c_table, lookup, key_mask, scale, compiled,
+    causal=False,
 ):
-    score_mod = make_score_mod(c2p_table, p2c_table, lookup, key_mask)
+    score_mod = make_score_mod(
+        c2p_table, p2c_table, lookup, key_mask, causal=causal
+    )
     if torch.compiler.is_compiling():
         # Inside torch.compile the caller's graph compiles the kernel itself.
         from torch.nn.attention.flex_attention import flex_attention
@@ -280,16 +294,19 @@ class _FlexWithRecomputedBackward(torch.autograd.Function):
     """Forward by flex; backward by recomputing the gather form under autograd."""
 
     @staticmethod
-    def forward(ctx, query, key, value, pos_key, pos_query, lookup, key_mask, scale):
+    def forward(
+        ctx, query, key, value, pos_key, pos_query, lookup, key_mask, scale, causal
+    ):
         ctx.save_for_backward(query, key, value, pos_key, pos_query, lookup, key_mask)
         ctx.scale = scale
+        ctx.causal = causal
         # torch's CPU flex refuses inputs that require grad, even under no_grad:
         # detach them.
         detached = (query.detach(), key.detach(), value.detach())
         query, key, value = heads_contiguous(*detached)  # (b, h, n, d) each
         c2p_table, p2c_table = _tables(query, key, pos_key, pos_query, scale)
         return _run_flex(
-            query, key, value, c2p_table, p2c_table, lookup, key_mask, scale
+            query, key, value, c2p_table, p2c_table, lookup, key_mask, scale, causal
         )
 
     @staticmethod
@@ -305,7 +322,8 @@ class _FlexWithRecomputedBackward(torch.autograd.Function):
         with torch.enable_grad():
             query_in, key_in, value_in, pos_key_in, pos_query_in = inputs
             scores = _gather_scores(
-                query_in, key_in, pos_key_in, pos_query_in, index, key_mask, ctx.scale
+                query_in, key_in, pos_key_in, pos_query_in, index, key_mask,
+                ctx.scale, ctx.causal,
             )
             out = scores.probs @ value_in  # (b, h, i, d)
             wanted = [t for t in inputs if t is not None and t.requires_grad]
@@ -313,7 +331,7 @@ class _FlexWithRecomputedBackward(torch.autograd.Function):
         result = [
             next(grads) if t is not None and t.requires_grad else None for t in inputs
         ]
-        return (*result, None, None, None)
+        return (*result, None, None, None, None)
 
 
 def flex_disentangled_attention(
@@ -325,11 +343,14 @@ def flex_disentangled_attention(
     lookup: torch.Tensor,
     key_mask: torch.Tensor | None,
     scale: float,
+    *,
+    causal: bool = False,
 ) -> torch.Tensor:
     """Disentangled attention with FlexAttention; memory linear in ``n``.
 
     ``lookup`` is ``relpos.distance_lookup(n, ...)``: the table row of distance
-    ``i - j`` at ``i - j + n - 1``.
+    ``i - j`` at ``i - j + n - 1``. ``causal=True``: query ``i`` reads keys
+    ``j <= i`` only.
 
     Shapes:
         query, key, value: ``(b, h, n, d)``; pos_key, pos_query: ``(h, r, d)``
@@ -340,17 +361,23 @@ def flex_disentangled_attention(
         # Nothing to attend (b = 0 or n = 0): the gather formulation gives the empty
         # output with every input in the graph, so gradients are zeros of their shapes.
         index = index_from_lookup(lookup)  # (i, j)
-        probs = _gather_scores(query, key, pos_key, pos_query, index, key_mask, scale)
+        probs = _gather_scores(
+            query, key, pos_key, pos_query, index, key_mask, scale, causal
+        )
         return probs.probs @ value  # (b, h, i, d)
     tensors = (query, key, value, pos_key, pos_query)
     needs_grad = torch.is_grad_enabled() and any(
         t is not None and t.requires_grad for t in tensors
     )
     if needs_grad and query.device.type == "cpu":
-        return _FlexWithRecomputedBackward.apply(*tensors, lookup, key_mask, scale)
+        return _FlexWithRecomputedBackward.apply(
+            *tensors, lookup, key_mask, scale, causal
+        )
     query, key, value = heads_contiguous(query, key, value)  # (b, h, n, d) each
     c2p_table, p2c_table = _tables(query, key, pos_key, pos_query, scale)
-    return _run_flex(query, key, value, c2p_table, p2c_table, lookup, key_mask, scale)
+    return _run_flex(
+        query, key, value, c2p_table, p2c_table, lookup, key_mask, scale, causal
+    )
 
 
 def attend(
@@ -361,8 +388,12 @@ def attend(
     key_mask: torch.Tensor | None,
     scale: float,
     dropout_p: float,
+    *,
+    causal: bool = False,
 ) -> torch.Tensor:
     """The ``flex`` entry of ``relpos.backends``: project the table, then the kernel.
+
+    ``causal=True`` masks the keys after each query inside the ``score_mod``.
 
     Attention dropout is refused (``ValueError``): the kernel has none.
 
@@ -382,7 +413,7 @@ def attend(
     else:
         lookup = terms.lookup
     return flex_disentangled_attention(
-        query, key, value, pos_key, pos_query, lookup, key_mask, scale
+        query, key, value, pos_key, pos_query, lookup, key_mask, scale, causal=causal
     )
 
 

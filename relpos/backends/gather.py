@@ -18,6 +18,7 @@ import torch.nn.functional as F
 
 from ..positions import index_from_lookup
 from ..scores import AttentionScores, _content_to_position, _gather_scores
+from ..scores import future_keys
 from ..scores import _position_to_content
 from .registry import PositionTerms
 
@@ -45,8 +46,14 @@ def attend(
     key_mask: torch.Tensor | None,
     scale: float,
     dropout_p: float,
+    *,
+    causal: bool = False,
 ) -> torch.Tensor:
     """Attention with the position terms as one additive bias of ``sdpa``.
+
+    Causal: the keys after each query get ``-inf`` in the bias after the padding's
+    minimum (as ``relpos.scores.masked_softmax``); with no bias at all, sdpa's own
+    ``is_causal``.
 
     Shapes:
         query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``
@@ -68,8 +75,12 @@ def attend(
             bias = query.new_zeros(b, 1, 1, j)
         padded = ~key_mask[:, None, None, :]  # (b, 1, 1, j)
         bias = bias.masked_fill(padded, torch.finfo(query.dtype).min)
+    if causal and bias is not None:
+        future = future_keys(query.shape[-2], j, query.device)  # (i, j)
+        bias = torch.where(future, float("-inf"), bias)  # (b, h or 1, i, j)
     return F.scaled_dot_product_attention(
-        query, key, value, attn_mask=bias, dropout_p=dropout_p, scale=scale
+        query, key, value, attn_mask=bias, dropout_p=dropout_p, scale=scale,
+        is_causal=causal and bias is None,
     )
 
 
@@ -79,8 +90,10 @@ def scores(
     terms: PositionTerms | None,
     key_mask: torch.Tensor | None,
     scale: float,
+    *,
+    causal: bool = False,
 ) -> AttentionScores:
-    """Every score term explicitly, the position terms by gather.
+    """Every score term explicitly, the position terms by gather (``j <= i`` if causal).
 
     Shapes:
         query: ``(b, h, i, d)``; key: ``(b, h, j, d)``
@@ -88,7 +101,9 @@ def scores(
     """
     pos_key, pos_query = project(terms)  # (h, r, d) each
     index = None if terms is None else index_from_lookup(terms.lookup)  # (i, j)
-    return _gather_scores(query, key, pos_key, pos_query, index, key_mask, scale)
+    return _gather_scores(
+        query, key, pos_key, pos_query, index, key_mask, scale, causal
+    )
 
 
 __all__ = ["attend", "project", "scores"]

@@ -33,8 +33,10 @@ def scores(
     terms: PositionTerms | None,
     key_mask: torch.Tensor | None,
     scale: float,
+    *,
+    causal: bool = False,
 ) -> AttentionScores:
-    """c2c, c2p and p2c, each pair from its own projected row.
+    """c2c, c2p and p2c, each pair from its own projected row (``j <= i`` if causal).
 
     Shapes:
         query: ``(b, h, i, d)``; key: ``(b, h, j, d)``
@@ -50,7 +52,7 @@ def scores(
         if terms.project_query is not None:
             pairs = _pairs(terms.project_query, terms.table, index)  # (i, j, h, d)
             p2c = torch.einsum("bhjd,ijhd->bhij", key, pairs) * scale
-    return _combine(c2c, c2p, p2c, key_mask)
+    return _combine(c2c, c2p, p2c, key_mask, causal)
 
 
 def attend(
@@ -61,6 +63,8 @@ def attend(
     key_mask: torch.Tensor | None,
     scale: float,
     dropout_p: float,
+    *,
+    causal: bool = False,
 ) -> torch.Tensor:
     """The probabilities from :func:`scores`, dropped out, times the values.
 
@@ -68,7 +72,8 @@ def attend(
         query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``
         output: ``(b, h, i, d)``
     """
-    probs = scores(query, key, terms, key_mask, scale).probs  # (b, h, i, j)
+    probs = scores(query, key, terms, key_mask, scale, causal=causal).probs
+    # probs: (b, h, i, j)
     probs = F.dropout(probs, dropout_p, training=dropout_p > 0)
     return probs @ value  # (b, h, i, d)
 

@@ -33,6 +33,18 @@ class PositionTerms(NamedTuple):
 
 
 class Attend(Protocol):
+    """The signature of a kernel (see ``relpos.backends``).
+
+    ``causal=True``: query ``i`` attends to keys ``j <= i`` only (in the order of
+    the sequence), on top of ``key_mask``. A module passes ``causal`` only when it
+    is True, so a kernel written without the keyword keeps working for
+    bidirectional attention (and fails loudly, a ``TypeError``, for causal).
+
+    Shapes:
+        query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``; key_mask: ``(b, j)``
+        output: ``(b, h, i, d)``
+    """
+
     def __call__(
         self,
         query: torch.Tensor,
@@ -42,6 +54,8 @@ class Attend(Protocol):
         key_mask: torch.Tensor | None,
         scale: float,
         dropout_p: float,
+        *,
+        causal: bool = False,
     ) -> torch.Tensor: ...
 
 
@@ -87,7 +101,8 @@ def register_backend(
 ) -> None:
     """Make ``attend`` available as ``backend=name`` (signature: the module docstring).
 
-    ``scores(query, key, terms, key_mask, scale) -> AttentionScores`` is optional.
+    ``scores(query, key, terms, key_mask, scale, *, causal=False) ->
+    AttentionScores`` is optional (``causal`` is passed only when True).
     A taken ``name`` is a ``ValueError`` unless ``replace=True``.
     """
     if not isinstance(name, str) or not name.isidentifier():

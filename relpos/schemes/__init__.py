@@ -17,6 +17,11 @@ softmax, values) and all have the same call::
 
     attention(hidden_states, attention_mask=None) -> context   # (b, n, hidden)
 
+and all are built as ``attention(hidden_size, num_heads, ..., causal=False)``:
+``causal=True`` makes a decoder's attention (keys ``j <= i`` only) in the
+scheme's causal form (ALiBi's one-sided bias, T5's one-sided buckets; the same
+terms under the mask for Shaw, Transformer-XL and RoPE).
+
 ``score_by_distance`` gives what each scheme adds to a logit as a function of
 ``i - j``, for the landscape figure.
 
@@ -68,9 +73,11 @@ def register_attention(
     """Add a scheme's self-attention to ``ATTENTIONS`` as ``name``.
 
     ``attention`` is a subclass of ``SchemeSelfAttention`` built as
-    ``attention(hidden_size, num_heads)``. A taken ``name`` is a ``ValueError``
-    unless ``replace=True``; a name must be lowercase letters, digits, ``-``
-    and ``_`` (it is also a scheme name on the experiments' command line).
+    ``attention(hidden_size, num_heads)``, and as
+    ``attention(hidden_size, num_heads, causal=True)`` for a causal model. A
+    taken ``name`` is a ``ValueError`` unless ``replace=True``; a name must be
+    lowercase letters, digits, ``-`` and ``_`` (it is also a scheme name on the
+    experiments' command line).
     """
     plain = isinstance(name, str) and name and all(
         c.isdigit() or c in "-_" or (c.isalpha() and c.islower()) for c in name

@@ -124,19 +124,33 @@ class AlibiBias(nn.Module):
 
 
 class AlibiSelfAttention(BiasSelfAttention):
-    """Encoder self-attention with the bidirectional ALiBi bias ``-slope_h * |i - j|``.
+    """Self-attention with ALiBi's bias ``-slope_h * |i - j|``, or the causal one.
+
+    An encoder's (``causal=False``) adds the bidirectional bias; a decoder's
+    (``causal=True``) adds the paper's ``-slope_h * (i - j)`` with ``-inf`` for
+    keys ahead (``alibi_bias(..., causal=True)``) and masks them too.
 
     Args:
         hidden_size, num_heads, dropout: as for ``SchemeSelfAttention``.
+        causal: the causal attention with the causal bias.
 
     Shapes:
         hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
         output: ``(b, n, hidden)``
     """
 
-    def __init__(self, hidden_size: int, num_heads: int, dropout: float = 0.0) -> None:
-        bias = AlibiBias(check_int("num_heads", num_heads, minimum=1))
-        super().__init__(hidden_size, num_heads, bias, dropout)
+    def __init__(
+        self,
+        hidden_size: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        *,
+        causal: bool = False,
+    ) -> None:
+        if not isinstance(causal, bool):
+            raise TypeError(f"causal must be a bool, got {causal!r}")
+        bias = AlibiBias(check_int("num_heads", num_heads, minimum=1), causal=causal)
+        super().__init__(hidden_size, num_heads, bias, dropout, causal=causal)
 
 
 __all__ = ["AlibiBias", "AlibiSelfAttention", "alibi_bias", "alibi_slopes"]

@@ -34,7 +34,7 @@ class BiasSelfAttention(SchemeSelfAttention):
     positions may be any integers.
 
     Args:
-        hidden_size, num_heads, dropout: as for ``SchemeSelfAttention``.
+        hidden_size, num_heads, dropout, causal: as for ``SchemeSelfAttention``.
         position_bias: a module with ``num_heads`` heads mapping ``(i, j)``
             distances to a ``(h, i, j)`` bias.
 
@@ -50,8 +50,10 @@ class BiasSelfAttention(SchemeSelfAttention):
         num_heads: int,
         position_bias: nn.Module,
         dropout: float = 0.0,
+        *,
+        causal: bool = False,
     ) -> None:
-        super().__init__(hidden_size, num_heads, dropout)
+        super().__init__(hidden_size, num_heads, dropout, causal=causal)
         if not isinstance(position_bias, nn.Module):
             got = type(position_bias).__name__
             raise TypeError(f"position_bias must be an nn.Module, got {got}")

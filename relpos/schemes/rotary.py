@@ -114,6 +114,9 @@ class RotarySelfAttention(SchemeSelfAttention):
         hidden_size, num_heads, dropout: as for ``SchemeSelfAttention``
             (the head width ``hidden_size // num_heads`` must be even).
         base: ``theta_t = base^(-2t / d)`` (RoFormer and Llama: 10000).
+        causal: the causal attention (keys ``j <= i`` only), as in Llama.
+        backend: the kernel (``relpos.BACKENDS``): position enters through
+            ``rotate`` only, so every kernel runs this scheme.
 
     Shapes:
         hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
@@ -126,8 +129,13 @@ class RotarySelfAttention(SchemeSelfAttention):
         num_heads: int,
         base: float = 10000.0,
         dropout: float = 0.0,
+        *,
+        causal: bool = False,
+        backend: str = "naive",
     ) -> None:
-        super().__init__(hidden_size, num_heads, dropout)
+        super().__init__(
+            hidden_size, num_heads, dropout, backend=backend, causal=causal
+        )
         if self.head_size % 2:
             raise ValueError(
                 "hidden_size // num_heads must be even (dimensions rotate in pairs), "

@@ -89,6 +89,7 @@ class ShawSelfAttention(SchemeSelfAttention):
         hidden_size, num_heads, dropout: as for ``SchemeSelfAttention``.
         max_relative_positions: ``k``, the clipping distance (2k + 1 rows).
         relative_values: also add ``a^V`` to the values (the paper's eq. 3).
+        causal: the causal attention (keys ``j <= i`` only), the same terms.
 
     Attributes:
         key_table: ``(2k + 1, d)``, ``w^K`` shared by the heads (normal, std 0.02).
@@ -106,8 +107,10 @@ class ShawSelfAttention(SchemeSelfAttention):
         max_relative_positions: int = 16,
         relative_values: bool = True,
         dropout: float = 0.0,
+        *,
+        causal: bool = False,
     ) -> None:
-        super().__init__(hidden_size, num_heads, dropout)
+        super().__init__(hidden_size, num_heads, dropout, causal=causal)
         self.max_relative_positions = check_int(
             "max_relative_positions", max_relative_positions, minimum=1
         )

@@ -177,13 +177,17 @@ class T5Bias(nn.Module):
 
 
 class T5SelfAttention(BiasSelfAttention):
-    """Encoder self-attention with T5's bidirectional bucketed bias.
+    """Self-attention with T5's bucketed bias, two-sided (encoder) or one-sided.
 
     ``logits[b, h, i, j] = q_i . k_j / sqrt(d) + bias[t5_bucket(i - j), h]``.
 
     Args:
         hidden_size, num_heads, dropout: as for ``SchemeSelfAttention``.
         num_buckets, max_distance: as for ``t5_bucket`` (T5's defaults 32, 128).
+        causal: the causal attention (keys ``j <= i`` only), as T5's decoder.
+        bidirectional: the buckets of ``t5_bucket``; ``None`` (the default) means
+            ``not causal``: the encoder's two-sided buckets, or the decoder's
+            one-sided ones that spend every bucket on keys behind.
 
     Shapes:
         hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
@@ -197,10 +201,17 @@ class T5SelfAttention(BiasSelfAttention):
         num_buckets: int = 32,
         max_distance: int = 128,
         dropout: float = 0.0,
+        *,
+        causal: bool = False,
+        bidirectional: bool | None = None,
     ) -> None:
         heads = check_int("num_heads", num_heads, minimum=1)
-        bias = T5Bias(heads, num_buckets, max_distance)
-        super().__init__(hidden_size, num_heads, bias, dropout)
+        if not isinstance(causal, bool):
+            raise TypeError(f"causal must be a bool, got {causal!r}")
+        if bidirectional is None:
+            bidirectional = not causal
+        bias = T5Bias(heads, num_buckets, max_distance, bidirectional=bidirectional)
+        super().__init__(hidden_size, num_heads, bias, dropout, causal=causal)
 
 
 __all__ = ["T5Bias", "T5SelfAttention", "t5_bucket", "t5_exact_limit"]

@@ -117,6 +117,8 @@ class TransformerXLSelfAttention(SchemeSelfAttention):
     Args:
         hidden_size, num_heads, dropout: as for ``SchemeSelfAttention``
             (``hidden_size`` must be even: it is also the width of ``R``).
+        causal: the causal attention (keys ``j <= i`` only), the same terms (the
+            paper's own setting: a language model).
 
     Attributes:
         pos_key_proj: ``W_kR``, a ``Linear(hidden, hidden)`` without bias.
@@ -127,8 +129,15 @@ class TransformerXLSelfAttention(SchemeSelfAttention):
         output: ``(b, n, hidden)``
     """
 
-    def __init__(self, hidden_size: int, num_heads: int, dropout: float = 0.0) -> None:
-        super().__init__(hidden_size, num_heads, dropout)
+    def __init__(
+        self,
+        hidden_size: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        *,
+        causal: bool = False,
+    ) -> None:
+        super().__init__(hidden_size, num_heads, dropout, causal=causal)
         if self.hidden_size % 2:
             raise ValueError(
                 "hidden_size must be even (the width of the sinusoid), "

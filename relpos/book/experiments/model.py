@@ -5,6 +5,9 @@ The whole model is this file. The position scheme is one name in the config;
 module of absolute positions (added to the tokens) and the encoder (which may
 use relative positions inside attention). Everything else is shared by every
 scheme: same embedding, same blocks, same classifier, same initialisation.
+In the causal setting (``config.causal``) the scheme builds its attention
+causal, so each position reads only itself and the positions before it;
+nothing else in the model changes.
 
 Shapes:
     tokens: ``(b, n)`` int; attention_mask: ``(b, n)``, 1 = token

@@ -33,14 +33,16 @@ changes::
     register_scheme("my-scheme", lambda config: (None, attention_encoder(config, make)))
 
 A new *attention* scheme is registered once, in the core, and is then a scheme
-here too (built as ``attention(hidden_size, num_heads)`` in the shared block;
-sizes from the config via :data:`ATTENTION_SETTINGS`)::
+here too (built as ``attention(hidden_size, num_heads)`` in the shared block,
+with ``causal=True`` added in the causal setting; sizes from the config via
+:data:`ATTENTION_SETTINGS`)::
 
     relpos.schemes.register_attention("my-attention", MySelfAttention)
 
 The schemes registered here:
 
-- ``none``: no position information at all; the model sees a bag of tokens.
+- ``none``: no position information at all; in an encoder the model sees a bag
+  of tokens.
 - ``absolute``: a learned table of ``max_length`` rows added to the tokens, as
   BERT. Only the first ``train_length`` rows ever receive a gradient; a test
   sequence longer than that reads rows that kept their random initial values.
@@ -52,15 +54,60 @@ The schemes registered here:
   (as many as ``deberta-buckets`` has rows) up to ``t5_max_distance``;
   Transformer-XL, ALiBi and rotary have no size setting.
 - ``deberta``: DeBERTa's relative table with c2p and p2c, distances clipped to
-  ``[-k, k - 1]`` with ``k = max_relative_positions``.
+  ``[-k, k - 1]`` with ``k = max_relative_positions``; the table is projected
+  with the content query/key projections (``share_att_key=True``, the default
+  of ``relpos.AttentionConfig``, as DeBERTa-v3) and goes through a LayerNorm
+  (``norm_rel_ebd``) before use.
 - ``deberta-buckets``: the same with ``position_buckets`` log buckets per side
   (exact up to ``position_buckets // 2``, logarithmic up to ``bucket_max_position``);
   its table has as many rows (``2 * position_buckets``) as ``deberta``'s by default.
-  With the defaults (``k = 8``; 8 buckets up to 64) ``deberta`` tells apart the
-  distances ``-8 .. 6`` and lumps ``7`` and beyond into one row, while
+  With the defaults (``k = 8``; 8 buckets up to 64) ``deberta`` gives the
+  distances ``-7 .. 6`` rows of their own, lumps ``7`` and beyond into one row
+  and ``-8`` and every key further ahead into another, while
   ``deberta-buckets`` is exact for ``|i - j| <= 4`` and then lumps ``5 .. 10``,
   ``11 .. 25`` and ``26`` and beyond (mirrored for keys ahead, where ``-64`` and
   beyond get one more row).
+- ``deberta-emd``: ``deberta`` whose last layer is DeBERTa's enhanced mask
+  decoder: absolute positions added late, to the queries only
+  (``relpos.book.experiments.emd``).
+- ``deberta-sinusoidal``: ``deberta`` whose table starts as the sinusoids of the
+  distances its rows hold (``relpos.embedding.sinusoidal_table``, row ``r`` at
+  distance ``r - k``), scaled to the root mean square of the random start
+  (``EMBEDDING_STD``); then trained as usual. The seed's claim that a band
+  "emerges from sinusoidal initialization and persists through training" is
+  tested on it.
+
+The ablations of ``deberta`` (each differs from it in one setting):
+
+- ``deberta-c2p``: the c2p term only (``pos_att_type=("c2p",)``);
+- ``deberta-p2c``: the p2c term only (``pos_att_type=("p2c",)``); with one
+  position term the scores are scaled by ``1 / sqrt(2d)`` instead of
+  ``1 / sqrt(3d)``, DeBERTa's own rule;
+- ``deberta-no-norm``: the table is read without its LayerNorm
+  (``norm_rel_ebd=False``);
+- ``deberta-separate-keys``: the table gets its own position key and query
+  projections (``share_att_key=False``, DeBERTa-v1 and v2's ``pos_key_proj`` and
+  ``pos_query_proj``) instead of the content ones;
+
+and of ``shaw``: ``shaw-keys``, Shaw's relative keys without relative values
+(``relative_values=False``).
+
+The causal forms (``config.setting == "causal"``, ``config.causal``): every
+scheme builds its attention causal, so a query gives no weight to the keys after
+it, and nothing else in the model changes:
+
+- ``none``, ``absolute``, ``sinusoidal``: the content attention with a causal
+  mask; ``none`` is then no longer blind to order, since the mask itself tells
+  a query how many keys precede it.
+- ``shaw``, ``transformer_xl``, ``rotary``: the same scores with the keys after
+  the query masked (the rows and sinusoids of negative distances are never
+  read).
+- ``t5``: the unidirectional buckets of T5's decoder (all ``2 *
+  position_buckets`` buckets for ``i - j >= 0``).
+- ``alibi``: the paper's causal bias ``-m (i - j)`` on the keys ``j <= i``.
+- the DeBERTa schemes: c2c, c2p and p2c on the keys ``j <= i`` only; the rows of
+  negative distances are never read. ``deberta-emd`` is causal in its encoder
+  layers and in both decoder passes.
 
 Shapes:
     input_positions(n): ``(n, hidden)``
@@ -79,6 +126,7 @@ import torch
 from torch import nn
 
 from relpos._checks import check_int
+from relpos.config import AttentionConfig
 from relpos.core import SelfAttention
 from relpos.embedding import sinusoidal_table
 from relpos.schemes import ATTENTIONS
@@ -149,15 +197,16 @@ class ContentSelfAttention(SelfAttention):
 
     The content-to-content score ``q_i . k_j / sqrt(d)`` alone, so the encoder is
     blind to order; the absolute schemes add their positions to the input. Run
-    on the ``gather`` kernel (torch's fused attention).
+    on the ``gather`` kernel (torch's fused attention). ``causal=True`` masks the
+    keys after each query.
 
     Shapes:
         hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
         output: ``(b, n, hidden)``, the context before the output projection
     """
 
-    def __init__(self, hidden_size: int, num_heads: int) -> None:
-        super().__init__(hidden_size, num_heads, backend="gather")
+    def __init__(self, hidden_size: int, num_heads: int, causal: bool = False) -> None:
+        super().__init__(hidden_size, num_heads, backend="gather", causal=causal)
 
 
 class AttentionEncoder(nn.Module):
@@ -198,12 +247,15 @@ def attention_encoder(
     return AttentionEncoder(layers)
 
 
-def disentangled_encoder(config: Config, **position_settings: Any) -> nn.Module:
+def disentangled_encoder(
+    config: Config, *, norm_rel_ebd: bool = True, **position_settings: Any
+) -> nn.Module:
     """``relpos.DisentangledEncoder`` with the sizes of ``config``.
 
     ``position_settings`` are fields of ``relpos.AttentionConfig``; with the
-    run's sizes they make the one attention config of every layer
-    (``config.attention``).
+    run's sizes and its setting (causal or not) they make the one attention
+    config of every layer (``config.attention``). ``norm_rel_ebd`` is the
+    encoder's: whether the table goes through a LayerNorm.
 
     Shapes:
         hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
@@ -214,15 +266,27 @@ def disentangled_encoder(config: Config, **position_settings: Any) -> nn.Module:
     return DisentangledEncoder(
         config.num_layers,
         intermediate_size=config.intermediate_size,
-        config=config.attention(**position_settings),
+        norm_rel_ebd=norm_rel_ebd,
+        config=deberta_attention(config, **position_settings),
     )
+
+
+def deberta_attention(config: Config, **position_settings: Any) -> AttentionConfig:
+    """The attention config of the DeBERTa schemes: the run's sizes and setting.
+
+    ``position_settings`` are fields of ``relpos.AttentionConfig``.
+    """
+    return config.attention(**position_settings, causal=config.causal)
 
 
 def content_encoder(config: Config) -> AttentionEncoder:
     """The encoder of the schemes without relative positions: content attention only.
     """
     return attention_encoder(
-        config, lambda: ContentSelfAttention(config.hidden_size, config.num_heads)
+        config,
+        lambda: ContentSelfAttention(
+            config.hidden_size, config.num_heads, causal=config.causal
+        ),
     )
 
 
@@ -239,13 +303,86 @@ def _sinusoidal(config: Config) -> PositionParts:
     return SinusoidalPositions(config.hidden_size), content_encoder(config)
 
 
-def _deberta(config: Config) -> PositionParts:
+#: The settings of ``deberta``; its ablations change one of them.
+DEBERTA_SETTINGS: dict[str, Any] = {"pos_att_type": ("c2p", "p2c")}
+
+
+def _deberta(config: Config, **changes: Any) -> PositionParts:
+    settings = {**DEBERTA_SETTINGS, **changes}
     encoder = disentangled_encoder(
-        config,
-        max_relative_positions=config.max_relative_positions,
-        pos_att_type=("c2p", "p2c"),
+        config, max_relative_positions=config.max_relative_positions, **settings
     )
     return None, encoder
+
+
+def deberta_ablation(**changes: Any) -> SchemeBuilder:
+    """The builder of ``deberta`` with ``changes`` to its encoder's settings.
+
+    ``changes`` are fields of ``relpos.AttentionConfig`` or ``norm_rel_ebd``.
+    """
+
+    def build(config: Config) -> PositionParts:
+        return _deberta(config, **changes)
+
+    text = ", ".join(f"{k}={v!r}" for k, v in changes.items())
+    build.__name__ = build.__qualname__ = f"deberta_ablation({text})"
+    return build
+
+
+def sinusoidal_start(rows: int, hidden_size: int) -> torch.Tensor:
+    """The sinusoids of the distances ``-rows/2 .. rows/2 - 1``, at the table's scale.
+
+    ``sinusoidal_table(rows // 2, hidden_size)`` (row ``r`` holds distance
+    ``r - k``) times the factor that makes its root mean square
+    ``EMBEDDING_STD``, the scale of the random start (``N(0, EMBEDDING_STD^2)``).
+
+    Shapes:
+        output: ``(rows, hidden_size)``
+    """
+    rows = check_int("rows", rows, minimum=2)
+    if rows % 2:
+        raise ValueError(f"rows must be even (a table of 2k rows), got {rows}")
+    table = sinusoidal_table(rows // 2, hidden_size)  # (2k, hidden)
+    return table * (EMBEDDING_STD / table.pow(2).mean().sqrt())
+
+
+def _deberta_sinusoidal(config: Config) -> PositionParts:
+    _, encoder = _deberta(config)
+    weight = encoder.table.weight  # (2k, hidden)
+    with torch.no_grad():
+        weight.copy_(sinusoidal_start(weight.shape[0], weight.shape[1]))
+    return None, encoder
+
+
+def _deberta_emd(config: Config) -> PositionParts:
+    from .emd import EnhancedMaskDecoder
+
+    encoder = EnhancedMaskDecoder(
+        config.num_layers,
+        LearnedPositions(config.max_length, config.hidden_size),
+        intermediate_size=config.intermediate_size,
+        config=deberta_attention(
+            config,
+            max_relative_positions=config.max_relative_positions,
+            **DEBERTA_SETTINGS,
+        ),
+    )
+    return None, encoder
+
+
+def _shaw_keys(config: Config) -> PositionParts:
+    shaw = ATTENTIONS["shaw"]
+    settings = ATTENTION_SETTINGS["shaw"](config)
+    return None, attention_encoder(
+        config,
+        lambda: shaw(
+            config.hidden_size,
+            config.num_heads,
+            relative_values=False,
+            causal=config.causal,
+            **settings,
+        ),
+    )
 
 
 def _deberta_buckets(config: Config) -> PositionParts:
@@ -253,7 +390,7 @@ def _deberta_buckets(config: Config) -> PositionParts:
         config,
         max_relative_positions=config.bucket_max_position,
         position_buckets=config.position_buckets,
-        pos_att_type=("c2p", "p2c"),
+        **DEBERTA_SETTINGS,
     )
     return None, encoder
 
@@ -274,12 +411,15 @@ def attention_scheme(name: str) -> SchemeBuilder:
     """The builder of ``relpos.schemes.ATTENTIONS[name]`` in the shared block.
 
     Blocks around the scheme's attention, no input positions; its sizes from
-    :data:`ATTENTION_SETTINGS`. One builder per name (the same object each time).
+    :data:`ATTENTION_SETTINGS`, and ``causal=True`` in the causal setting. One
+    builder per name (the same object each time).
     """
 
     def build(config: Config) -> PositionParts:
         attention = ATTENTIONS[name]
         settings = ATTENTION_SETTINGS.get(name, lambda config: {})(config)
+        if config.causal:  # the core's contract: causal=True only for a decoder
+            settings["causal"] = True
         return None, attention_encoder(
             config, lambda: attention(config.hidden_size, config.num_heads, **settings)
         )
@@ -337,6 +477,13 @@ SCHEMES: MutableMapping[str, SchemeBuilder] = _Schemes(
         **{name: attention_scheme(name) for name in ATTENTIONS},
         "deberta": _deberta,
         "deberta-buckets": _deberta_buckets,
+        "deberta-emd": _deberta_emd,
+        "deberta-sinusoidal": _deberta_sinusoidal,
+        "deberta-c2p": deberta_ablation(pos_att_type=("c2p",)),
+        "deberta-p2c": deberta_ablation(pos_att_type=("p2c",)),
+        "deberta-no-norm": deberta_ablation(norm_rel_ebd=False),
+        "deberta-separate-keys": deberta_ablation(share_att_key=False),
+        "shaw-keys": _shaw_keys,
     }
 )
 
@@ -399,6 +546,7 @@ __all__ = [
     "ATTENTION_SETTINGS",
     "AttentionEncoder",
     "ContentSelfAttention",
+    "DEBERTA_SETTINGS",
     "EMBEDDING_STD",
     "LearnedPositions",
     "SCHEMES",
@@ -408,6 +556,9 @@ __all__ = [
     "attention_scheme",
     "build_scheme",
     "content_encoder",
+    "deberta_ablation",
+    "deberta_attention",
     "disentangled_encoder",
     "register_scheme",
+    "sinusoidal_start",
 ]

@@ -14,9 +14,22 @@ the tokens, so the same seed always gives the same data.
   distances); this is why DeBERTa adds absolute positions back at the very end,
   in its enhanced mask decoder.
 - ``far``: ``relative`` with a shift beyond the clipping window of the
-  ``deberta`` scheme (``shift = 12``, while clipping at ``k = 8`` keeps distances
-  ``0 .. 6`` apart): clipping cannot see that far, and log buckets see it only
-  coarsely (several distances share a bucket there).
+  ``deberta`` scheme (``shift = 12``). Clipping at ``k = 8`` maps ``i - j`` to
+  ``[-8, 7]``: the distances ``-7 .. 6`` have rows of their own, while ``7`` shares
+  its row with every distance beyond it (and ``-8`` with every key further
+  ahead). Clipping cannot see 12 back, and log buckets see it only coarsely
+  (several distances share a bucket there).
+- ``window``: the largest of the ``width = 6`` tokens before ``i``,
+  ``max(x[i - 6 .. i - 1])``; positions ``i < 6`` have no full window, get
+  ``NO_TOKEN`` and are not scored. The six neighbouring distances ``1 .. 6``
+  matter alike, so a table whose neighbouring rows are similar (a band) would
+  help here if anywhere.
+
+``Task.chance`` is the accuracy of a uniform guess over the tokens (or the
+residues): ``1 / vocab_size`` or ``1 / modulus``. On ``window`` the answer is a
+maximum of six tokens and leans to the large ones: always guessing the largest
+token is right with probability ``1 - (15/16)^6``, about 0.32, well above
+``chance``, which stays the uniform guess.
 
 Shape legend:
     tokens, labels: ``(b, n)``, ``torch.long``; b sequences of length n
@@ -33,6 +46,9 @@ from relpos._checks import check_choice, check_int
 VOCAB_SIZE = 16
 NO_TOKEN = VOCAB_SIZE  # the class of "no token that far back"
 
+#: The label rules a ``Task`` can have.
+KINDS = ("shift", "window", "position")
+
 
 def shifted_labels(
     tokens: torch.Tensor, shift: int, no_token: int = NO_TOKEN
@@ -48,6 +64,27 @@ def shifted_labels(
     shift = check_int("shift", shift, minimum=1)
     labels = torch.full_like(tokens, no_token)  # (b, n)
     labels[:, shift:] = tokens[:, : max(tokens.shape[1] - shift, 0)]
+    return labels
+
+
+def window_labels(
+    tokens: torch.Tensor, width: int, no_token: int = NO_TOKEN
+) -> torch.Tensor:
+    """The largest of the ``width`` tokens before each position.
+
+    ``labels[:, i] = max(tokens[:, i - width .. i - 1])``; positions ``i < width``
+    have no full window and get ``no_token``.
+
+    Shapes:
+        tokens: ``(b, n)``
+        output: ``(b, n)``
+    """
+    width = check_int("width", width, minimum=1)
+    b, n = tokens.shape
+    labels = torch.full_like(tokens, no_token)  # (b, n)
+    if n > width:
+        windows = tokens[:, :-1].unfold(1, width, 1)  # (b, n - width, width)
+        labels[:, width:] = windows.max(-1).values  # window i - width .. i - 1
     return labels
 
 
@@ -69,9 +106,10 @@ class Task:
 
     Attributes:
         name: the registry name.
-        kind: ``"shift"`` (output the token ``param`` back) or ``"position"``
-            (output ``i mod param``).
-        param: the shift or the modulus.
+        kind: ``"shift"`` (output the token ``param`` back), ``"window"`` (the
+            largest of the ``param`` tokens before) or ``"position"`` (output
+            ``i mod param``).
+        param: the shift, the window width or the modulus.
         vocab_size: input tokens are ``0 .. vocab_size - 1``.
         description: one line for tables and figures.
 
@@ -86,15 +124,21 @@ class Task:
     vocab_size: int = VOCAB_SIZE
     description: str = field(default="", compare=False)
 
+    def __post_init__(self) -> None:
+        check_choice("kind", self.kind, KINDS)
+        check_int("param", self.param, minimum=2 if self.kind == "position" else 1)
+        check_int("vocab_size", self.vocab_size, minimum=2)
+
     @property
     def num_classes(self) -> int:
-        """Output classes: tokens + ``NO_TOKEN`` (shift), or ``param`` (position)."""
-        return self.vocab_size + 1 if self.kind == "shift" else self.param
+        """Output classes: tokens + ``NO_TOKEN`` (shift, window), or ``param``
+        (position)."""
+        return self.param if self.kind == "position" else self.vocab_size + 1
 
     @property
     def chance(self) -> float:
         """Accuracy of a uniform guess: ``1 / vocab_size`` or ``1 / modulus``."""
-        return 1.0 / (self.vocab_size if self.kind == "shift" else self.param)
+        return 1.0 / (self.param if self.kind == "position" else self.vocab_size)
 
     def labels(self, tokens: torch.Tensor) -> torch.Tensor:
         """The label of every position of ``tokens``.
@@ -105,19 +149,22 @@ class Task:
         """
         if self.kind == "shift":
             return shifted_labels(tokens, self.param, no_token=self.vocab_size)
+        if self.kind == "window":
+            return window_labels(tokens, self.param, no_token=self.vocab_size)
         return position_labels(tokens, self.param)
 
     def scored(self, labels: torch.Tensor) -> torch.Tensor:
-        """Which positions count towards accuracy: all but a shift's ``NO_TOKEN`` ones.
+        """Which positions count towards accuracy: all but the ``NO_TOKEN`` ones.
 
         The model is trained on every label, ``NO_TOKEN`` included, but a model
-        that only learnt "no token" would otherwise score ``shift / n`` for free.
+        that only learnt "no token" would otherwise score ``shift / n`` (or
+        ``width / n``) for free.
 
         Shapes:
             labels: ``(b, n)``
             output: ``(b, n)`` bool
         """
-        if self.kind == "shift":
+        if self.kind != "position":
             return labels != self.vocab_size
         return torch.ones_like(labels, dtype=torch.bool)
 
@@ -148,6 +195,12 @@ TASKS: dict[str, Task] = {
         "absolute", "position", 4, description="output the position index mod 4"
     ),
     "far": Task("far", "shift", 12, description="output the token 12 positions back"),
+    "window": Task(
+        "window",
+        "window",
+        6,
+        description="output the max of the 6 prior tokens",
+    ),
 }
 
 
@@ -157,6 +210,7 @@ def get_task(name: str) -> Task:
 
 
 __all__ = [
+    "KINDS",
     "NO_TOKEN",
     "TASKS",
     "Task",
@@ -164,4 +218,5 @@ __all__ = [
     "get_task",
     "position_labels",
     "shifted_labels",
+    "window_labels",
 ]
