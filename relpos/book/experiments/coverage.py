@@ -66,7 +66,8 @@ class Entries:
             the value of a fixed formula (``False``).
         table: for a learned kind, the end of the name of the parameter(s) that
             hold its rows in ``TinyModel`` (``"encoder.table.weight"``, or
-            ``"key_table"`` for one per layer); ``None`` for a fixed kind.
+            ``"key_table"`` for one per layer; see :func:`table_parameters`);
+            ``None`` for a fixed kind.
         none: the value meaning "no entry" (``-1``), or ``None`` for kinds whose
             entries are signed distances (every pair reads one).
 
@@ -218,9 +219,9 @@ def _alibi(config: Config, n: int) -> dict[str, Entries]:
     return _distance(rel if config.causal else rel.abs())
 
 
-#: The parameter of ``deberta-emd``'s absolute table (added to the last layer's
-#: queries), as the end of its name in ``TinyModel``.
-EMD_TABLE = "emd_positions.weight"
+#: ``deberta-emd``'s absolute table (added to the queries of the enhanced mask
+#: decoder): the ``weight`` of the ``LearnedPositions`` inside the encoder.
+EMD_TABLE = "encoder:LearnedPositions.weight"
 
 _BOTH = ("c2p", "p2c")
 
@@ -446,20 +447,39 @@ def coverage_table(
     return rows
 
 
-def gradient_rows(model: torch.nn.Module, table: str) -> set[int]:
-    """The rows of the parameters named ``...table`` with a nonzero gradient.
+def table_parameters(model: torch.nn.Module, table: str) -> list[torch.nn.Parameter]:
+    """The parameters that hold the rows of ``table`` (an ``Entries.table``).
 
-    Call after a backward pass; the union over every parameter whose name ends
-    with ``table`` (one per layer for Shaw's tables). A name that matches no
-    parameter is a ``ValueError``.
+    ``table`` is the end of the parameters' names (``"key_table"`` matches every
+    layer's), or ``"PATH:Class.name"``: parameter ``name`` of every module of class
+    ``Class`` under the submodule ``PATH``. A table that matches no parameter is a
+    ``ValueError``.
     """
-    params = [
-        p for name, p in model.named_parameters() if name.endswith(table)
-    ]
+    if not isinstance(table, str) or not table:
+        raise ValueError(f"table must be a non-empty parameter name, got {table!r}")
+    if ":" in table:
+        path, _, rest = table.partition(":")
+        kind, _, name = rest.rpartition(".")
+        root = model.get_submodule(path) if path else model
+        params = [
+            getattr(module, name)
+            for module in root.modules()
+            if type(module).__name__ == kind and hasattr(module, name)
+        ]
+    else:
+        params = [p for n, p in model.named_parameters() if n.endswith(table)]
     if not params:
-        raise ValueError(f"table must end the name of a parameter, got {table!r}")
+        raise ValueError(f"table must name a parameter of the model, got {table!r}")
+    return params
+
+
+def gradient_rows(model: torch.nn.Module, table: str) -> set[int]:
+    """The rows of ``table``'s parameters with a nonzero gradient (after a backward).
+
+    The union over every parameter of the table (one per layer for Shaw's).
+    """
     rows: set[int] = set()
-    for p in params:
+    for p in table_parameters(model, table):
         if p.grad is not None:
             nonzero = p.grad.reshape(p.shape[0], -1).ne(0).any(-1)  # (rows,)
             rows |= set(torch.nonzero(nonzero).flatten().tolist())
@@ -482,4 +502,5 @@ __all__ = [
     "read_pairs",
     "register_reader",
     "scored_positions",
+    "table_parameters",
 ]
