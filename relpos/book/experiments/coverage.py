@@ -454,6 +454,9 @@ def table_parameters(model: torch.nn.Module, table: str) -> list[torch.nn.Parame
     layer's), or ``"PATH:Class.name"``: parameter ``name`` of every module of class
     ``Class`` under the submodule ``PATH``. A table that matches no parameter is a
     ``ValueError``.
+
+    Shapes:
+        output: parameters of shape ``(rows, *)``
     """
     if not isinstance(table, str) or not table:
         raise ValueError(f"table must be a non-empty parameter name, got {table!r}")

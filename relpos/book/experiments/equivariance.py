@@ -1,4 +1,4 @@
-"""What a scheme cannot represent: symmetries of the whole model, and the bounds they set.
+"""What a scheme cannot represent: symmetries of the whole model and the bounds they set.
 
 Permutation (``none``, encoder). Content attention scores ``q_i . k_j`` and sums
 ``sum_j p_ij v_j`` over all keys; LayerNorm, the feed-forward block and the
@@ -254,7 +254,7 @@ def permutation_gap(
 
 
 def reversal_gap(model: torch.nn.Module, tokens: torch.Tensor) -> float:
-    """``max |f(reverse(x)) - reverse(f(x))|``: 0 (up to rounding) if reversal-equivariant.
+    """``max |f(reverse(x)) - reverse(f(x))|``: 0 (up to rounding) when equivariant.
 
     Shapes:
         tokens: ``(b, n)``
