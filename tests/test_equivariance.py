@@ -154,7 +154,7 @@ def test_permutation_bound_on_position_and_window_tasks() -> None:
 
 def test_reversal_bound_on_hand_cases() -> None:
     assert reversal_bound("absolute", 32) == 0.5
-    assert reversal_bound("absolute", 5) == pytest.approx((3 + 1) / 5)  # m = 0, 2, 4 agree
+    assert reversal_bound("absolute", 5) == pytest.approx(4 / 5)  # m = 0, 2, 4 agree
     assert reversal_bound("relative", 6) == 1.0  # no scored position's mirror is scored
     assert reversal_bound("relative", 32) == pytest.approx(
         (26 * (1 + 1 / 16) / 2 + 3) / 29

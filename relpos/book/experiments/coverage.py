@@ -65,7 +65,7 @@ class Entries:
         learned: a table row that gets a gradient only where read (``True``), or
             the value of a fixed formula (``False``).
         table: for a learned kind, the end of the name of the parameter(s) that
-            hold its rows in ``TinyModel`` (``"encoder.table.weight"``, or
+            hold its rows in ``TinyModel`` (``"input_positions.weight"``, or
             ``"key_table"`` for one per layer; see :func:`table_parameters`);
             ``None`` for a fixed kind.
         none: the value meaning "no entry" (``-1``), or ``None`` for kinds whose
@@ -164,6 +164,11 @@ def _rel(n: int) -> torch.Tensor:
     return relative_positions(n)  # (i, j): i - j
 
 
+#: The DeBERTa schemes' shared relative table, wherever the encoder keeps it: the
+#: ``weight`` of its ``RelativePositionEmbedding``.
+RELATIVE_TABLE = ":RelativePositionEmbedding.weight"
+
+
 def _deberta_rows(
     config: Config, n: int, terms: tuple[str, ...], *, buckets: bool = False
 ) -> dict[str, Entries]:
@@ -176,7 +181,7 @@ def _deberta_rows(
         settings = dict(max_relative_positions=config.max_relative_positions)
     rows = position_index(_rel(n), **settings)  # (i, j)
     return {
-        f"{term} row": Entries(rows, True, "encoder.table.weight") for term in terms
+        f"{term} row": Entries(rows, True, RELATIVE_TABLE) for term in terms
     }
 
 
@@ -496,6 +501,7 @@ __all__ = [
     "Entries",
     "KindCoverage",
     "READERS",
+    "RELATIVE_TABLE",
     "Reader",
     "coverage",
     "coverage_table",

@@ -1,4 +1,4 @@
-"""What a scheme cannot represent: symmetries of the whole model and the bounds they set.
+"""What a scheme cannot represent: symmetries of the whole model, the bounds they set.
 
 Permutation (``none``, encoder). Content attention scores ``q_i . k_j`` and sums
 ``sum_j p_ij v_j`` over all keys; LayerNorm, the feed-forward block and the
