@@ -19,6 +19,7 @@ from relpos.book.experiments import (
     evaluation_set,
     expected_max_share,
     get_task,
+    loss_optimal_accuracy,
     no_token_preferred,
     permutation_bound,
     permutation_gap,
@@ -125,6 +126,11 @@ def test_the_loss_prefers_no_token_on_far_but_not_on_relative() -> None:
     assert permutation_bound("relative", 32).value * 31 > 4
     with pytest.raises(ValueError, match="shift"):
         no_token_preferred("absolute", 32, 3)
+    # the rule the loss picks: the bound on relative, nothing on far
+    relative = loss_optimal_accuracy("relative", 32, samples=4000)
+    bound = permutation_bound("relative", 32, samples=4000)
+    assert relative.value <= bound.value and relative.value > bound.value - 0.005
+    assert loss_optimal_accuracy("far", 32, samples=4000).value == 0.0
 
 
 def test_expected_max_share_on_hand_cases_and_against_monte_carlo() -> None:
