@@ -225,10 +225,10 @@ def loss_optimal_accuracy(
         raise ValueError(f"n must be > {task.param} so that some position is scored")
     seed = check_int("seed", seed, minimum=0)
     counts = _bag_counts(n - 1, task.vocab_size, samples, seed)  # (s, V)
-    top = counts.max(-1).values  # (s,)
-    s = task.param
-    answers_token = s * (n - 1) <= (n - s) * top  # (s,): a token at least as likely
-    share = torch.where(answers_token, top.double() / (n - 1), 0.0)  # (s,)
+    top = counts.max(-1).values  # (samples,)
+    shift = task.param
+    answers_token = shift * (n - 1) <= (n - shift) * top  # a token at least as likely
+    share = torch.where(answers_token, top.double() / (n - 1), 0.0)  # (samples,)
     return Bound(float(share.mean()), float(share.std() / math.sqrt(samples)))
 
 
