@@ -27,6 +27,7 @@ from relpos.book.experiments.coverage import (
     read_pairs,
     scored_positions,
 )
+from relpos.schemes.t5 import t5_bucket
 
 L = 32
 TEST_LENGTH = 256
@@ -242,3 +243,38 @@ def test_a_table_is_found_by_name_or_by_module_class() -> None:
         table_parameters(model, "encoder:LearnedPositions.weight")  # none there
     shaw = _model(_config("shaw", num_layers=2))
     assert len(table_parameters(shaw, "key_table")) == 2
+
+
+@pytest.mark.parametrize("setting", SETTINGS)
+def test_readers_index_every_pair_as_the_modules_do(setting: str) -> None:
+    """Pair by pair, not only as sets: the reader's row of (i, j) is the module's."""
+    n = 40
+    positions = torch.arange(n)
+    for scheme in ("deberta", "deberta-buckets", "shaw", "t5"):
+        config = _config(scheme, setting, t5_max_distance=64)
+        model = _model(config)
+        if config.causal and not _is_causal(model):
+            pytest.skip("TinyModel has no causal setting on this branch yet")
+        entries = read_entries(config, n)
+        attention = model.encoder.layers[0].attention
+        if scheme.startswith("deberta"):
+            module_rows = attention.position_index(n)
+            kinds = ("c2p row", "p2c row")
+        elif scheme == "shaw":
+            module_rows = attention.table_index(positions, positions)
+            kinds = ("shaw key row", "shaw value row")
+        else:
+            bias = attention.position_bias
+            rel = positions[:, None] - positions[None, :]  # (i, j)
+            module_rows = t5_bucket(
+                rel,
+                num_buckets=bias.num_buckets,
+                max_distance=bias.max_distance,
+                bidirectional=bias.bidirectional,
+            )
+            kinds = ("bucket",)
+        pairs = read_pairs(config, n)
+        for kind in kinds:
+            assert torch.equal(entries[kind].index[pairs], module_rows[pairs]), (
+                scheme, kind
+            )
