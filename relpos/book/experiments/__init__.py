@@ -64,6 +64,27 @@ from .sweep import (
 )
 from .tasks import NO_TOKEN, TASKS, VOCAB_SIZE, Task, get_task
 from .train import Trained, deterministic, initial_model, train
+from .coverage import (
+    READERS,
+    Coverage,
+    Entries,
+    KindCoverage,
+    coverage,
+    coverage_table,
+    gradient_rows,
+    register_reader,
+)
+from .equivariance import (
+    Bound,
+    causal_mean_spread,
+    expected_max_share,
+    loss_optimal_accuracy,
+    no_token_preferred,
+    permutation_bound,
+    permutation_gap,
+    reversal_bound,
+    reversal_gap,
+)
 
 __all__ = [
     "AttentionEncoder",
@@ -107,4 +128,21 @@ __all__ = [
     "summary_cells",
     "table_similarity",
     "train",
+    "READERS",
+    "Coverage",
+    "Entries",
+    "KindCoverage",
+    "coverage",
+    "coverage_table",
+    "gradient_rows",
+    "register_reader",
+    "Bound",
+    "causal_mean_spread",
+    "expected_max_share",
+    "loss_optimal_accuracy",
+    "no_token_preferred",
+    "permutation_bound",
+    "permutation_gap",
+    "reversal_bound",
+    "reversal_gap",
 ]
