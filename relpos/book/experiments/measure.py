@@ -23,6 +23,7 @@ import torch
 from relpos.attention import AttentionScores
 from relpos.embedding import row_cosine_similarity
 from .config import Config, data_seed
+from .emd import EnhancedMaskDecoder
 from .model import TinyModel
 from .tasks import Task, get_task
 
@@ -119,6 +120,10 @@ def band_profile(similarity: torch.Tensor) -> list[float]:
 def mean_scores(model: TinyModel, tokens: torch.Tensor) -> AttentionScores:
     """The first layer's score terms and probabilities, averaged over the batch.
 
+    For ``deberta-emd`` with one layer, that layer is the decoder: the scores
+    are those of its first pass (queries from the hidden states plus the
+    absolute positions).
+
     Only for the DeBERTa schemes (a ``DisentangledEncoder``); the average keeps
     a batch dimension of 1, so ``relpos.book.plot.score_terms`` draws it directly.
 
@@ -135,8 +140,12 @@ def mean_scores(model: TinyModel, tokens: torch.Tensor) -> AttentionScores:
     table, _ = found
     model.eval()
     hidden = model.embed(tokens)  # (b, n, hidden)
-    _, scores = model.encoder.layers[0].attention(
-        hidden, table, None, return_scores=True
+    encoder, query_states = model.encoder, None
+    if isinstance(encoder, EnhancedMaskDecoder) and len(encoder.layers) == 1:
+        # the first layer is the decoder: its first pass reads absolute positions
+        query_states = hidden + encoder.positions(hidden.shape[1])  # (b, n, hidden)
+    _, scores = encoder.layers[0].attention(
+        hidden, table, None, query_states=query_states, return_scores=True
     )
     return AttentionScores(
         *(None if term is None else term.mean(0, keepdim=True) for term in scores)
