@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import logging
 import multiprocessing
 import os
 import sys
@@ -192,6 +193,7 @@ def open_engine(
                     threads_per_worker=1,
                     processes=True,
                     dashboard_address=None,
+                    silence_logs=logging.ERROR,
                 )
             )
             client = stack.enter_context(Client(cluster))
