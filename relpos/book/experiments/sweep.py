@@ -15,8 +15,8 @@ The JSON (``SCHEMA = 2``)::
 
     {"schema": 2,
      "command": "python -m relpos.book.experiments ...",   (when run from the CLI)
-     "machine": {"processor", "cpu_count", "torch_threads", "platform", "python",
-                 "date", "engine", "workers"},
+     "machine": {"processor", "cpu_count", "torch_threads" (of each run),
+                 "platform", "python", "date", "engine", "workers"},
      "torch": "2.x", "relpos": "0.x",
      "config": {every field of Config not swept, learning_rate excluded},
      "grid": {"setting": [...], "task": [...], "scheme": [...],
@@ -344,7 +344,12 @@ def run_sweep(
         result["command"] = command
     result.update(
         {
-            "machine": {**machine_info(), "engine": engine, "workers": workers},
+            "machine": {
+                **machine_info(),
+                "torch_threads": threads,  # of every run, whatever this process has
+                "engine": engine,
+                "workers": workers,
+            },
             "torch": torch.__version__,
             "relpos": relpos.__version__,
             "config": config,
