@@ -192,6 +192,15 @@ EXPERIMENTS_BAD = [
     (["--position-buckets", "64", "--bucket-max-position", "16"], "--position-buckets"),
     (["--bucket-max-position", "2", "--position-buckets", "2"], "--position-buckets"),
     (["--threads", "0"], "--threads"),
+    (["--learning-rates", "1e-3,1e-3"], "--learning-rates"),
+    (["--learning-rates", "1e-3,x"], "--learning-rates"),
+    (["--seeds", "0,100", "--tune-seeds", "100,101"], "--tune-seeds"),
+    (["--tune-seeds", "-1"], "--tune-seeds"),
+    (["--tune-size", "0"], "--tune-size"),
+    (["--workers", "0"], "--workers"),
+    (["--engine", "ray"], "--engine"),
+    (["--engine", "dask"], "--engine"),
+    (["--scheduler", "local"], "--scheduler"),
 ]
 
 
@@ -251,7 +260,49 @@ def test_experiments_get_to_the_work_with_good_flags(work, tmp_path):
         )
     (base,), keywords = work[0]
     assert keywords["schemes"] == ["none", "deberta"] and keywords["seeds"] == [0, 1]
-    assert base == Config(hidden_size=16, intermediate_size=32)  # twice the width
+    # twice the width; the first rate of the grid
+    assert base == Config(hidden_size=16, intermediate_size=32, learning_rate=1e-3)
+    assert keywords["learning_rates"] == [1e-3, 3e-3, 1e-2]
+    assert keywords["tune_seeds"] == [100, 101] and keywords["tune_size"] == 128
+    assert keywords["settings"] == ["encoder"] and keywords["engine"] == "local"
+    assert keywords["workers"] == (os.cpu_count() or 1)
+    assert keywords["runs_dir"] == tmp_path / "sweep.runs"
+
+
+def test_experiments_hand_the_engine_flags_to_the_sweep(work, tmp_path):
+    with pytest.raises(Started):
+        experiments_cli.main(
+            [
+                "--setting",
+                "encoder,causal",
+                "--learning-rates",
+                "0.002",
+                "--tune-seeds",
+                "0",
+                "--engine",
+                "dask",
+                "--scheduler",
+                "tcp://127.0.0.1:8786",
+                "--workers",
+                "3",
+                "--threads",
+                "2",
+                "--runs-dir",
+                str(tmp_path / "records"),
+                *_experiment_paths(tmp_path),
+            ]
+        )
+    (base,), keywords = work[0]
+    assert base.learning_rate == 0.002 and keywords["learning_rates"] == [0.002]
+    assert keywords["tune_seeds"] == []  # one rate: nothing to tune, no overlap
+    assert keywords["settings"] == ["encoder", "causal"]
+    assert (keywords["engine"], keywords["scheduler"]) == (
+        "dask",
+        "tcp://127.0.0.1:8786",
+    )
+    assert (keywords["workers"], keywords["threads"]) == (3, 2)
+    assert keywords["runs_dir"] == tmp_path / "records"
+    assert (tmp_path / "records").is_dir()
 
 
 def test_every_config_field_is_a_flag_with_its_default():
@@ -261,13 +312,19 @@ def test_every_config_field_is_a_flag_with_its_default():
     defaults = parser.parse_args([])
     base = Config()
     for field in dataclasses.fields(Config):
-        if field.metadata["sweep"] or field.name == "intermediate_size":
+        if field.metadata["sweep"] or field.name in (
+            "intermediate_size",
+            "learning_rate",  # a grid: --learning-rates
+        ):
             continue
         value = getattr(base, field.name)
         assert getattr(defaults, field.name) == (
             list(value) if isinstance(value, tuple) else value
         )
-    assert experiments_cli.config_from_args(parser, defaults) == Config()
+    rates = list(experiments_cli.DEFAULT_LEARNING_RATES)
+    assert defaults.learning_rate == rates and base.learning_rate in rates
+    built = experiments_cli.config_from_args(parser, defaults)
+    assert built == Config(learning_rate=rates[0])
 
 
 def test_a_config_error_names_the_flag_of_the_field(capsys):

@@ -260,7 +260,7 @@ def test_a_registered_scheme_trains_without_other_changes(registry, tmp_path):
     flags = ["--schemes", "none-again", "--task", "relative", *TINY_FLAGS]
     main([*flags, "--output", str(output)])
     data = json.loads(output.read_text())
-    assert data["schemes"] == ["none-again"]
+    assert data["grid"]["scheme"] == ["none-again"]
     (run,) = data["runs"]  # one task, size and seed
     assert run["scheme"] == "none-again" and set(run["accuracy"]) == {"8", "16"}
     # the numbers of an ordinary run of the scheme, trained here again
@@ -392,6 +392,10 @@ TINY_FLAGS = [
     "8",
     "--seeds",
     "0",
+    "--learning-rates",
+    "3e-3",
+    "--workers",
+    "1",
     "--quiet",
 ]
 
@@ -415,6 +419,7 @@ def main_quiet(argv, tmp_path=None):
         (["--train-sizes", "0"], "--train-sizes"),
         (["--seeds", "-1"], "--seeds"),
         (["--learning-rate", "fast"], "--learning-rate"),
+        (["--learning-rates", "0.1", "--learning-rates", "-1"], "--learning-rates"),
         (["--hidden-size", "10", "--num-heads", "4"], "--num-heads"),
         (
             ["--position-buckets", "64", "--bucket-max-position", "16"],
@@ -447,7 +452,7 @@ def test_cli_writes_json_and_figure_and_reproduces(tmp_path):
     main([*argv, "--output", str(output), "--plot", str(figure)])
     data = json.loads(output.read_text())
     assert figure.stat().st_size > 0
-    assert data["schema"] == 1 and data["torch"] == torch.__version__
+    assert data["schema"] == 2 and data["torch"] == torch.__version__
     assert {"processor", "cpu_count", "torch_threads", "platform", "date"} <= set(
         data["machine"]
     )
@@ -455,15 +460,21 @@ def test_cli_writes_json_and_figure_and_reproduces(tmp_path):
     assert data["command"].startswith(
         "python -m relpos.book.experiments --task relative,absolute"
     )
-    assert data["seeds"] == [0, 1] and data["train_sizes"] == [8]
-    assert data["schemes"] == ["none", "deberta"]
+    assert data["grid"] == {
+        "setting": ["encoder"],
+        "task": ["relative", "absolute"],
+        "scheme": ["none", "deberta"],
+        "train_size": [8],
+        "seed": [0, 1],
+    }
+    assert data["tuning"]["learning_rates"] == [3e-3] and data["tuning"]["runs"] == []
+    assert {c["learning_rate"] for c in data["tuning"]["chosen"]} == {3e-3}
+    assert {r["learning_rate"] for r in data["runs"]} == {3e-3}
     assert set(data["tasks"]) == {"relative", "absolute"}
     assert data["tasks"]["absolute"]["param"] == TASKS["absolute"].param
     assert data["tasks"]["relative"]["vocab_size"] == TASKS["relative"].vocab_size
-    assert data["settings"]["steps"] == 3 and data["settings"]["test_lengths"] == [
-        8,
-        16,
-    ]
+    assert data["config"]["steps"] == 3 and data["config"]["test_lengths"] == [8, 16]
+    assert not {"task", "scheme", "seed", "learning_rate"} & set(data["config"])
     assert len(data["runs"]) == 2 * 2 * 2
     assert len(data["summary"]) == 2 * 2 * 2  # task x scheme x length (one size)
     for row in data["summary"]:
@@ -473,32 +484,45 @@ def test_cli_writes_json_and_figure_and_reproduces(tmp_path):
             if (r["task"], r["scheme"], r["train_size"])
             == (row["task"], row["scheme"], row["train_size"])
         ]
+        assert row["values"] == values  # seed 0, then seed 1
         assert row["n"] == 2 and row["mean"] == pytest.approx(sum(values) / 2)
         assert row["min"] == min(values) and row["max"] == max(values)
     assert isinstance(data["wall_seconds"], float)
+    assert data["run_seconds"] == pytest.approx(
+        sum(r["train_seconds"] for r in data["runs"])
+    )
+    assert len(list((tmp_path / "sweep.runs").glob("measured-*.json"))) == 8
     again = tmp_path / "again.json"
     main([*argv, "--output", str(again)])
     assert numbers_only(json.loads(again.read_text())) == numbers_only(data)
 
 
 def test_summary_cells_key_every_row_of_the_committed_sweep():
+    # The committed file may be of schema 1 (read as an encoder sweep) or 2.
     from relpos.book import results
     from relpos.book.experiments import summary_cells
+    from relpos.book.experiments.sweep import as_schema_2
 
-    sweep = results.load("sweep.json")
+    sweep = as_schema_2(results.load("sweep.json"))
+    assert sweep["schema"] == 2
     cells = summary_cells(sweep)
     assert cells == summary_cells(sweep["summary"])
-    settings = sweep["settings"]
+    grid = sweep["grid"]
     expected = {
-        (task, scheme, size, n)
-        for task in sweep["tasks"]
-        for scheme in sweep["schemes"]
-        for size in sweep["train_sizes"]
-        for n in settings["test_lengths"]
+        (setting, task, scheme, size, n)
+        for setting in grid["setting"]
+        for task in grid["task"]
+        for scheme in grid["scheme"]
+        for size in grid["train_size"]
+        for n in sweep["config"]["test_lengths"]
     }
     assert set(cells) == expected
-    for (task, scheme, size, n), row in cells.items():
-        assert (row["task"], row["scheme"], row["train_size"], row["length"]) == (
-            task, scheme, size, n
+    for key, row in cells.items():
+        assert key == (
+            row["setting"],
+            row["task"],
+            row["scheme"],
+            row["train_size"],
+            row["length"],
         )
-        assert row["n"] == len(sweep["seeds"])
+        assert row["n"] == len(grid["seed"])

@@ -212,3 +212,67 @@ def test_score_by_distance_draws_diagonal_means():
         assert ax.get_xlabel() == "distance i - j" and ax.get_ylabel()
     with pytest.raises(TypeError, match="AttentionScores"):
         score_by_distance(probs)
+
+
+def _schema_2(settings=("encoder", "causal")) -> dict:
+    """The hand-made results in schema 2: the causal rows are the encoder's + 0.5."""
+    old = _results()
+    summary = [
+        {**row, "setting": setting, "mean": row["mean"] + 0.5 * s}
+        for s, setting in enumerate(settings)
+        for row in old["summary"]
+    ]
+    runs = [
+        {**run, "setting": setting}
+        for setting in settings
+        for run in old["runs"]
+        if setting == "encoder" or run["train_size"] == 16
+    ]
+    return {
+        "schema": 2,
+        "config": {"train_length": 8},
+        "grid": {
+            "setting": list(settings),
+            "task": list(TASKS),
+            "scheme": list(SCHEMES),
+            "train_size": list(SIZES),
+            "seed": [0, 1],
+        },
+        "tasks": old["tasks"],
+        "summary": summary,
+        "runs": runs,
+    }
+
+
+def test_sweep_figure_reads_schema_2_one_setting_at_a_time():
+    results = _schema_2()
+    encoder = experiment_sweep(results)
+    causal = experiment_sweep(results, setting="causal")
+    for ax_encoder, ax_old, ax_causal in zip(
+        encoder.axes, _sweep_figure().axes, causal.axes, strict=True
+    ):
+        drawn, old = _errorbars(ax_encoder), _errorbars(ax_old)
+        assert drawn == old  # schema 1 is read as an encoder sweep
+        for scheme, (x, y, err) in _errorbars(ax_causal).items():
+            assert x == old[scheme][0] and err == pytest.approx(old[scheme][2])
+            assert y == pytest.approx([v + 0.5 for v in old[scheme][1]])
+        assert ax_causal.get_title().startswith("causal, ")
+    with pytest.raises(ValueError, match="setting must be one of"):
+        experiment_sweep(results, setting="decoder")
+
+
+def test_table_bands_reads_schema_2_one_setting_at_a_time():
+    results = _schema_2()  # the causal runs have one size, 16
+    for setting, size in (("encoder", 64), ("causal", 16)):
+        fig = table_bands(results, setting=setting)
+        assert len(fig.axes) == len(TASKS)
+        for ax in fig.axes:
+            assert f"{size} training sequences" in ax.get_title()
+            lines = {
+                line.get_label(): list(line.get_ydata())
+                for line in ax.lines
+                if not line.get_label().startswith("_")
+            }
+            assert lines["deberta, trained"] == pytest.approx([1.0, 0.55, 0.2])
+    with pytest.raises(ValueError, match="setting must be one of"):
+        table_bands(results, setting="decoder")

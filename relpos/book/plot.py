@@ -354,15 +354,31 @@ __all__ = [
 
 
 def _sweep_results(results: dict[str, Any] | str | Path) -> dict[str, Any]:
+    """A sweep's JSON (or its path) in schema 2 (a schema-1 file is upgraded)."""
+    from .experiments.sweep import as_schema_2
+
     if isinstance(results, (str, Path)):
         results = json.loads(Path(results).read_text())
-    needed = {"summary", "schemes", "tasks"}
+    if isinstance(results, dict) and results.get("schema") == 1:
+        results = as_schema_2(results)
+    needed = {"summary", "grid", "tasks"}
     if not isinstance(results, dict) or not needed <= set(results):
         raise ValueError(
             "results must be the JSON of python -m relpos.book.experiments (a dict with "
-            "'summary', 'schemes' and 'tasks') or its path"
+            "'summary', 'grid' and 'tasks') or its path"
         )
     return results
+
+
+def _sweep_setting(results: dict[str, Any], setting: str | None) -> str:
+    settings = list(results["grid"].get("setting", ["encoder"]))
+    if setting is None:
+        return settings[0]
+    if setting not in settings:
+        raise ValueError(
+            f"setting must be one of the sweep's settings {settings}, got {setting!r}"
+        )
+    return setting
 
 
 # One marker per scheme, so that lines lying on top of each other stay visible.
@@ -374,9 +390,11 @@ def experiment_sweep(
     *,
     train_size: int | None = None,
     length: int | None = None,
+    setting: str | None = None,
 ) -> Figure:
     """Length generalisation and data efficiency of every scheme and task, error bars.
 
+    The runs of one ``setting`` (default: the sweep's first, ``"encoder"``).
     One row per task. Left: accuracy against test length, at ``train_size``
     training sequences (default: the largest of the sweep). Right: accuracy
     against the number of training sequences, at test ``length`` (default: the
@@ -388,12 +406,13 @@ def experiment_sweep(
         axes: ``(len(tasks), 2)``; each line: one point per length or per size
     """
     results = _sweep_results(results)
-    rows = results["summary"]
+    setting = _sweep_setting(results, setting)
+    rows = [r for r in results["summary"] if r.get("setting", "encoder") == setting]
     sizes = sorted({r["train_size"] for r in rows})
     lengths = sorted({r["length"] for r in rows})
     train_size = sizes[-1] if train_size is None else train_size
     length = (
-        results.get("settings", {}).get("train_length", lengths[0])
+        results.get("config", {}).get("train_length", lengths[0])
         if length is None
         else length
     )
@@ -411,7 +430,7 @@ def experiment_sweep(
     axes = np.atleast_2d(fig.subplots(len(tasks), 2, squeeze=False))
     for row, task in enumerate(tasks):
         ax_len, ax_size = axes[row]
-        for color, scheme in enumerate(results["schemes"]):
+        for color, scheme in enumerate(results["grid"]["scheme"]):
             style = dict(
                 marker=_MARKERS[color % len(_MARKERS)],
                 markersize=5,
@@ -457,10 +476,12 @@ def experiment_sweep(
         ax_size.set_xticks(sizes, [str(s) for s in sizes])
         ax_len.set_xlabel("test sequence length n")
         ax_size.set_xlabel("training sequences")
+        where = "" if setting == "encoder" else f"{setting}, "
         ax_len.set_title(
-            f"{task} ({description}): {train_size} training sequences", fontsize=9
+            f"{where}{task} ({description}): {train_size} training sequences",
+            fontsize=9,
         )
-        ax_size.set_title(f"{task}: tested at length {length}", fontsize=9)
+        ax_size.set_title(f"{where}{task}: tested at length {length}", fontsize=9)
     handles, labels = axes[0][0].get_legend_handles_labels()
     # the schemes first, chance last
     order = sorted(range(len(labels)), key=lambda a: labels[a] == "chance")
@@ -473,9 +494,14 @@ def experiment_sweep(
 
 
 def table_bands(
-    results: dict[str, Any] | str | Path, *, train_size: int | None = None
+    results: dict[str, Any] | str | Path,
+    *,
+    train_size: int | None = None,
+    setting: str | None = None,
 ) -> Figure:
     """Band profile of the relative tables before and after training, per task.
+
+    The runs of one ``setting`` (default: the sweep's first, ``"encoder"``).
 
     For every run with a relative table (the JSON's ``band`` entries), the mean
     cosine similarity of table rows ``offset`` apart; drawn as the mean over
@@ -487,7 +513,12 @@ def table_bands(
         each line: ``2 * span`` points (offsets ``0 .. 2 * span - 1``)
     """
     results = _sweep_results(results)
-    runs = [r for r in results.get("runs", []) if r.get("band")]
+    setting = _sweep_setting(results, setting)
+    runs = [
+        r
+        for r in results.get("runs", [])
+        if r.get("band") and r.get("setting", "encoder") == setting
+    ]
     if not runs:
         raise ValueError("results has no run with a relative table ('band' entries)")
     sizes = sorted({r["train_size"] for r in runs})
@@ -496,7 +527,7 @@ def table_bands(
     fig = Figure(figsize=(4.2 * len(tasks), 3.6))
     axes = np.atleast_1d(fig.subplots(1, len(tasks), squeeze=False)[0])
     for ax, task in zip(axes, tasks):
-        for color, scheme in enumerate(results["schemes"]):
+        for color, scheme in enumerate(results["grid"]["scheme"]):
             mine = [
                 r
                 for r in runs

@@ -10,7 +10,10 @@ A reader can hold the whole experiment in their head:
 - ``config``: the one ``Config`` dataclass of a run, and its derived seeds.
 - ``train``: the training loop, on one screen.
 - ``measure``: accuracy per length, the learned table's bands, the c2p/p2c pattern.
-- ``sweep``: every (task, scheme, training-set size, seed) into one JSON.
+- ``sweep``: every (setting, task, scheme, training-set size, seed) into one JSON;
+  ``engine`` hands the runs to local processes or a Dask cluster, ``store``
+  keeps every finished run (a stopped sweep resumes), ``tuning`` chooses each
+  scheme's learning rate on validation sequences at the training length.
 - ``cli``: ``python -m relpos.book.experiments``; its flags are ``Config``'s fields
   and its checks ``Config``'s (``--help`` lists every flag and default).
 
@@ -52,8 +55,11 @@ from .schemes import (
     build_scheme,
     register_scheme,
 )
+from .engine import ENGINES, execute, open_engine, run_job
+from .store import RunStore, run_key
 from .sweep import (
     SCHEMA,
+    check_tune_seeds,
     compare,
     machine_info,
     numbers_only,
@@ -62,6 +68,7 @@ from .sweep import (
     summarize,
     summary_cells,
 )
+from .tuning import choose_rates, tune_one, validation_set
 from .tasks import NO_TOKEN, TASKS, VOCAB_SIZE, Task, get_task
 from .train import Trained, deterministic, initial_model, train
 from .coverage import (
@@ -90,8 +97,10 @@ __all__ = [
     "AttentionEncoder",
     "Config",
     "ContentSelfAttention",
+    "ENGINES",
     "LearnedPositions",
     "NO_TOKEN",
+    "RunStore",
     "SCHEMA",
     "SCHEMES",
     "SinusoidalPositions",
@@ -106,6 +115,8 @@ __all__ = [
     "band_profile",
     "build_scheme",
     "by_distance",
+    "check_tune_seeds",
+    "choose_rates",
     "compare",
     "count_parameters",
     "data_seed",
@@ -113,6 +124,7 @@ __all__ = [
     "deterministic",
     "evaluate",
     "evaluation_set",
+    "execute",
     "format_table",
     "get_task",
     "initial_model",
@@ -120,8 +132,11 @@ __all__ = [
     "mean_scores",
     "model_seed",
     "numbers_only",
+    "open_engine",
     "register_scheme",
     "relative_table",
+    "run_job",
+    "run_key",
     "run_one",
     "run_sweep",
     "summarize",
@@ -145,4 +160,6 @@ __all__ = [
     "permutation_gap",
     "reversal_bound",
     "reversal_gap",
+    "tune_one",
+    "validation_set",
 ]

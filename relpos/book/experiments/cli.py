@@ -2,8 +2,13 @@
 
 The flags are :class:`~relpos.book.experiments.config.Config`'s fields, read
 from ``dataclasses.fields(Config)`` (each field's ``metadata`` holds its help),
-so adding a field adds a flag. The four fields a sweep varies (task, scheme,
-training-set size, seed) take comma-separated lists; the others one value.
+so adding a field adds a flag. The fields a sweep varies (setting, task,
+scheme, training-set size, seed) take comma-separated lists, and so does
+``--learning-rates`` (the grid the learning rate is tuned over, on the seeds of
+``--tune-seeds``); the others one value. The runs go to ``--workers`` local
+processes, or to a Dask cluster (``--engine dask --scheduler ADDRESS``), and
+every finished run is written to ``--runs-dir`` at once: the same command run
+again after an interruption trains only the runs that are missing.
 The ranges and cross-field rules are ``Config``'s own checks: the command
 builds every run's ``Config`` before any training, and a value they reject
 stops it with one line on stderr that names the flag (exit status 2), as does
@@ -22,21 +27,24 @@ import argparse
 import dataclasses
 import itertools
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
 from typing import Any, Callable
 
-import torch
-
 from .. import _cli
 from .._cli import OneLineParser
 from .config import SETTINGS, Config
+from .engine import ENGINES
 from .schemes import SCHEMES
 from .tasks import TASKS
 
 DEFAULT_TRAIN_SIZES = (8, 32, 128, 512)
-DEFAULT_SEEDS = (0, 1, 2)
+DEFAULT_SEEDS = (0, 1, 2, 3, 4)
+DEFAULT_LEARNING_RATES = (1e-3, 3e-3, 1e-2)
+DEFAULT_TUNE_SEEDS = (100, 101)
+DEFAULT_TUNE_SIZE = 128
 # The sweep's own defaults for the fields it varies: every task, every scheme.
 SWEEP_DEFAULTS: dict[str, Callable[[], list[Any]]] = {
     "task": lambda: list(TASKS),
@@ -65,7 +73,17 @@ def _dashed(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def _numbers(text: str) -> list[float]:
+    """A converter of ``"1e-3,3e-3"`` to a non-empty list of distinct finite floats."""
+    values = [_cli.number()(part.strip()) for part in text.split(",")]
+    if len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"expected distinct numbers, got {text!r}")
+    return values
+
+
 def _converter(field: dataclasses.Field) -> Callable[[str], Any]:
+    if field.name == "learning_rate":
+        return _numbers
     if field.name == "task":
         return _cli.names("tasks", TASKS)
     if field.name == "scheme":
@@ -103,6 +121,8 @@ def build_parser() -> OneLineParser:
         names = about.get("flags") or (_dashed(field.name),)
         if about.get("sweep"):
             default: Any = SWEEP_DEFAULTS[field.name]()
+        elif field.name == "learning_rate":
+            default = list(DEFAULT_LEARNING_RATES)
         elif field.name == "intermediate_size":
             default = None  # twice --hidden-size
         else:
@@ -132,12 +152,56 @@ def build_parser() -> OneLineParser:
         "(default: no figure)",
     )
     add(
+        "--tune-seeds",
+        type=_cli.integers(0),
+        default=list(DEFAULT_TUNE_SEEDS),
+        metavar="S,S,...",
+        help="seeds of the tuning runs only (disjoint from --seeds); unused with "
+        "one learning rate",
+    )
+    add(
+        "--tune-size",
+        type=_cli.integer(1),
+        default=DEFAULT_TUNE_SIZE,
+        metavar="N",
+        help="training sequences of each tuning run",
+    )
+    add(
+        "--workers",
+        type=_cli.integer(1),
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="runs at the same time: local processes, or the processes of "
+        "--scheduler local; the default is the CPU count",
+    )
+    add(
+        "--engine",
+        choices=ENGINES,
+        default="local",
+        help="where the runs go: local processes, or a Dask cluster (needs "
+        "--scheduler and the cluster extra, pip install 'relpos[cluster]')",
+    )
+    add(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="with --engine dask: the scheduler's address (tcp://host:8786), "
+        "or 'local' for a LocalCluster of --workers processes",
+    )
+    add(
+        "--runs-dir",
+        default=None,
+        metavar="DIR",
+        help="folder of the finished runs' records, read back on a rerun (default: "
+        "the --output path with the suffix .runs)",
+    )
+    add(
         "--threads",
         type=_cli.integer(1),
         default=1,
         metavar="N",
-        help="torch CPU threads during the sweep: these tiny models run no "
-        "faster with more, and another count can change the last digits of results",
+        help="torch CPU threads of each run: these tiny models run no faster "
+        "with more, and another count can change the last digits of results",
     )
     add("--quiet", action="store_true", help="no progress bar on stderr")
     return parser
@@ -148,24 +212,71 @@ def config_from_args(
 ) -> Config:
     """The sweep's base ``Config``, every run's checked; a bad value: ``parser.error``.
 
-    Every combination of the swept values is made into a ``Config`` here, so
-    every value a run will use has passed ``Config``'s checks before the first
-    run starts.
+    Every combination of the swept values (and every learning rate) is made
+    into a ``Config`` here, so every value a run will use has passed
+    ``Config``'s checks before the first run starts; the base's learning rate
+    is the first of ``--learning-rates``. Tuning seeds shared with ``--seeds``
+    are refused (when there is a rate to tune).
     """
     names = flags()
     sweep = [f.name for f in dataclasses.fields(Config) if f.metadata.get("sweep")]
     values = {name: getattr(args, name) for name in names if name not in sweep}
     values["test_lengths"] = tuple(values["test_lengths"])
+    rates = values.pop("learning_rate")
+    values["learning_rate"] = rates[0]
     if values["intermediate_size"] is None:
         values["intermediate_size"] = 2 * values["hidden_size"]
 
     def build() -> Config:
         base = Config(**values)
+        for rate in rates:
+            base.replace(learning_rate=rate)
         for grid in itertools.product(*(getattr(args, name) for name in sweep)):
             base.replace(**dict(zip(sweep, grid)))
         return base
 
-    return _cli.config_or_exit(parser, build, names)
+    base = _cli.config_or_exit(parser, build, names)
+    if len(rates) > 1:
+        shared = sorted(set(args.tune_seeds) & set(args.seed))
+        if shared:
+            parser.fail(
+                "--tune-seeds",
+                f"must be disjoint from --seeds, both hold {_cli.show_default(shared)}",
+            )
+    return base
+
+
+def engine_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Check --engine and --scheduler together (a one-line error naming the flag)."""
+    if args.engine == "local" and args.scheduler is not None:
+        parser.fail("--scheduler", "needs --engine dask")
+    if args.engine == "dask":
+        if args.scheduler is None:
+            parser.fail("--engine", "dask needs --scheduler ADDRESS (or 'local')")
+        try:
+            import distributed  # noqa: F401
+        except ImportError:
+            parser.fail(
+                "--engine",
+                "dask needs dask.distributed: pip install 'relpos[cluster]'",
+            )
+
+
+def runs_dir_from_args(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> Path:
+    """The runs folder (default: --output with the suffix .runs), made if missing."""
+    folder = (
+        Path(args.output).with_suffix(".runs")
+        if args.runs_dir is None
+        else Path(args.runs_dir)
+    )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        _cli.check_writable("--runs-dir", folder / "probe.json", make_parents=False)
+    except (OSError, ValueError) as error:
+        parser.fail("--runs-dir", f"cannot write to {str(folder)!r} ({error})")
+    return folder
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -175,27 +286,33 @@ def main(argv: list[str] | None = None) -> dict:
     parser = build_parser()
     args = parser.parse_args(argv)
     base = config_from_args(parser, args)
+    engine_from_args(parser, args)
     _cli.output_flag(parser, "--output", args.output, make_parents=False)
     _cli.output_flag(parser, "--plot", args.plot, make_parents=False, plot=True)
+    runs_dir = runs_dir_from_args(parser, args)
 
     from ..plot import experiment_sweep
     from .report import format_table
     from .sweep import run_sweep
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(args.threads)
-    try:
-        result = run_sweep(
-            base,
-            tasks=args.task,
-            schemes=args.scheme,
-            train_sizes=args.train_size,
-            seeds=args.seed,
-            progress=not args.quiet,
-            command=shlex.join(["python", "-m", "relpos.book.experiments", *argv]),
-        )
-    finally:
-        torch.set_num_threads(threads)
+    result = run_sweep(
+        base,
+        settings=args.setting,
+        tasks=args.task,
+        schemes=args.scheme,
+        train_sizes=args.train_size,
+        seeds=args.seed,
+        learning_rates=args.learning_rate,
+        tune_seeds=args.tune_seeds if len(args.learning_rate) > 1 else [],
+        tune_size=args.tune_size,
+        engine=args.engine,
+        workers=args.workers,
+        scheduler=args.scheduler,
+        threads=args.threads,
+        runs_dir=runs_dir,
+        progress=not args.quiet,
+        command=shlex.join(["python", "-m", "relpos.book.experiments", *argv]),
+    )
     Path(args.output).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(format_table(result))
     print(f"wrote {args.output}", file=sys.stderr)
@@ -206,11 +323,16 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 __all__ = [
+    "DEFAULT_LEARNING_RATES",
     "DEFAULT_SEEDS",
     "DEFAULT_TRAIN_SIZES",
+    "DEFAULT_TUNE_SEEDS",
+    "DEFAULT_TUNE_SIZE",
     "OneLineParser",
     "build_parser",
     "config_from_args",
+    "engine_from_args",
     "flags",
     "main",
+    "runs_dir_from_args",
 ]

@@ -57,7 +57,8 @@ class Config:
         steps: optimiser steps.
         batch_size: sequences per step.
         learning_rate: AdamW's peak rate (linear warm-up over the first tenth of
-            the steps, then linear decay to zero).
+            the steps, then linear decay to zero). A sweep chooses it per
+            (setting, task, scheme) from a grid (``tuning``).
         weight_decay: AdamW's decoupled weight decay.
         hidden_size, num_heads, num_layers, intermediate_size: the encoder.
         max_relative_positions: the clipping span ``k`` of ``deberta`` (and of
@@ -128,7 +129,14 @@ class Config:
     steps: int = field(default=500, metadata=_about("optimiser steps per run"))
     batch_size: int = field(default=32, metadata=_about("sequences per step"))
     learning_rate: float = field(
-        default=3e-3, metadata=_about("AdamW peak learning rate", metavar="LR")
+        default=3e-3,
+        metadata=_about(
+            "comma-separated AdamW peak learning rates; with two or more, each "
+            "(setting, task, scheme) trains at the one of highest accuracy on "
+            "validation sequences of the training length (see --tune-seeds)",
+            flags=("--learning-rates", "--learning-rate"),
+            metavar="LR,LR,...",
+        ),
     )
     weight_decay: float = field(
         default=0.01, metadata=_about("AdamW decoupled weight decay", metavar="WD")

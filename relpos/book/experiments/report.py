@@ -4,41 +4,55 @@ from __future__ import annotations
 
 from typing import Any
 
+from .sweep import as_schema_2, summary_cells
+
 
 def format_table(result: dict[str, Any]) -> str:
-    """One block per task; a row per (scheme, train size), a column per test length.
+    """One block per (setting, task); a row per (scheme, size), a column per length.
 
-    Each cell is ``mean +- std`` of the accuracy over the seeds, in percent.
+    Each cell is ``mean +- std`` of the accuracy over the seeds, in percent; the
+    ``lr`` column is the learning rate the scheme trained at (chosen by tuning
+    when the sweep had several).
     """
+    result = as_schema_2(result)
+    grid, config = result["grid"], result["config"]
     rows = result["summary"]
     lengths = sorted({r["length"] for r in rows})
-    cells = {(r["task"], r["scheme"], r["train_size"], r["length"]): r for r in rows}
+    cells = summary_cells(rows)
+    rate = {
+        (c["setting"], c["task"], c["scheme"]): c["learning_rate"]
+        for c in result["tuning"]["chosen"]
+    }
     lines = [
-        f"accuracy in % (mean +- std over seeds {result['seeds']}), trained at length "
-        f"{result['settings']['train_length']}, {result['settings']['steps']} steps"
+        f"accuracy in % (mean +- std over seeds {grid['seed']}), trained at length "
+        f"{config['train_length']}, {config['steps']} steps"
     ]
-    width = max(len(s) for s in result["schemes"]) + 2
-    for task in result["tasks"]:
-        lines.append("")
-        lines.append(
-            f"{task}: {result['tasks'][task]['description']} "
-            f"(chance {100 * result['tasks'][task]['chance']:.0f}%)"
-        )
-        lines.append(
-            f"{'scheme':<{width}}{'size':>6}"
-            + "".join(f"{'n=' + str(n):>14}" for n in lengths)
-        )
-        for scheme in result["schemes"]:
-            for size in result["train_sizes"]:
-                text = f"{scheme:<{width}}{size:>6}"
-                for n in lengths:
-                    cell = cells.get((task, scheme, size, n))
-                    text += (
-                        f"{100 * cell['mean']:>8.1f} +-{100 * cell['std']:>4.1f}"
-                        if cell
-                        else f"{'-':>14}"
-                    )
-                lines.append(text)
+    width = max(len(s) for s in grid["scheme"]) + 2
+    for setting in grid["setting"]:
+        for task in grid["task"]:
+            about = result["tasks"][task]
+            lines.append("")
+            lines.append(
+                f"{setting}, {task}: {about['description']} "
+                f"(chance {100 * about['chance']:.0f}%)"
+            )
+            lines.append(
+                f"{'scheme':<{width}}{'lr':>8}{'size':>6}"
+                + "".join(f"{'n=' + str(n):>14}" for n in lengths)
+            )
+            for scheme in grid["scheme"]:
+                lr = rate.get((setting, task, scheme))
+                for size in grid["train_size"]:
+                    text = f"{scheme:<{width}}{'-' if lr is None else f'{lr:g}':>8}"
+                    text += f"{size:>6}"
+                    for n in lengths:
+                        cell = cells.get((setting, task, scheme, size, n))
+                        text += (
+                            f"{100 * cell['mean']:>8.1f} +-{100 * cell['std']:>4.1f}"
+                            if cell
+                            else f"{'-':>14}"
+                        )
+                    lines.append(text)
     return "\n".join(lines)
 
 

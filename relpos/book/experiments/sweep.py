@@ -1,29 +1,50 @@
-"""A sweep: every (task, scheme, training-set size, seed), trained, measured, saved.
+"""A sweep: every (setting, task, scheme, training-set size, seed), trained, measured.
 
-:func:`run_one` trains one model and measures it; :func:`run_sweep` runs the
-whole grid with a progress bar on stderr and returns the JSON-ready dict;
-:func:`summarize` reduces the seeds of each cell to mean, standard deviation,
-minimum and maximum. Each run's seeds come from ``(seed, task, scheme,
-train_size)`` alone (see ``relpos.book.experiments.config``), so a run's numbers
-do not depend on what else the sweep contains or in which order it runs.
+:func:`run_sweep` tunes the learning rate of every (setting, task, scheme)
+(``tuning``), runs the grid at the chosen rates, and returns the JSON-ready
+dict; the runs go to an executor (``engine``: local processes or a Dask
+cluster) and each finished run is a record in a runs folder (``store``), so an
+interrupted sweep resumes where it stopped. :func:`summarize` reduces the
+seeds of each cell to mean, standard deviation, minimum, maximum and the value
+of every seed. Each run's seeds come from ``(seed, task, scheme, train_size)``
+(and the setting) alone (see ``relpos.book.experiments.config``), so a run's
+numbers do not depend on what else the sweep contains, in which order it runs
+or on how many workers.
 
-The JSON (``SCHEMA = 1``)::
+The JSON (``SCHEMA = 2``)::
 
-    {"schema": 1,
+    {"schema": 2,
      "command": "python -m relpos.book.experiments ...",   (when run from the CLI)
-     "machine": {"processor", "cpu_count", "torch_threads", "platform", "python",
-                 "date"},
-     "torch": "2.x",
-     "settings": {every field of Config except task/scheme/train_size/seed},
+     "machine": {"processor", "cpu_count", "torch_threads" (of each run),
+                 "platform", "python", "date", "engine", "workers"},
+     "torch": "2.x", "relpos": "0.x",
+     "config": {every field of Config not swept, learning_rate excluded},
+     "grid": {"setting": [...], "task": [...], "scheme": [...],
+              "train_size": [...], "seed": [...]},
+     "tuning": {"learning_rates": [...], "seeds": [...], "train_size": N,
+                "runs": [{"setting", "task", "scheme", "learning_rate", "seed",
+                          "valid_accuracy", "final_loss", "train_seconds"}],
+                "chosen": [{"setting", "task", "scheme", "learning_rate",
+                            "valid_accuracy"}]},
      "tasks": {name: {"description", "kind", "param", "vocab_size", "chance"}},
-     "schemes": [...], "train_sizes": [...], "seeds": [...],
-     "runs": [{"task", "scheme", "train_size", "seed", "model_seed", "parameters",
-               "accuracy": {"<length>": float}, "final_loss", "train_seconds",
+     "runs": [{"setting", "task", "scheme", "train_size", "seed", "learning_rate",
+               "model_seed", "parameters", "accuracy": {"<length>": float},
+               "final_loss", "train_seconds",
                "band": {"trained": [...], "initial": [...]} or null,
                "attention_peaks": [one distance per head] or null}],
-     "summary": [{"task", "scheme", "train_size", "length",
-                  "mean", "std", "min", "max", "n"}],
-     "wall_seconds": float}
+     "summary": [{"setting", "task", "scheme", "train_size", "length",
+                  "mean", "std", "min", "max", "n", "values": [one per seed]}],
+     "wall_seconds": float, "run_seconds": float}
+
+``tuning``: with one learning rate there is nothing to tune (``seeds`` and
+``runs`` are empty, ``train_size`` and each chosen ``valid_accuracy`` null).
+``valid_accuracy`` is measured on validation sequences of the training length
+(see ``tuning``). ``runs`` and ``summary`` are in the grid's order (setting,
+task, scheme, train size, seed), whatever order the runs finished in;
+``values`` holds one accuracy per seed, in the grid's seed order.
+``run_seconds`` is the sum of every run's own training time (tuning runs
+included, and runs read back from the runs folder); ``wall_seconds`` the time
+of this invocation.
 
 ``band`` (DeBERTa schemes only) is :func:`band_profile` of the table's row
 similarity after and before training: entry ``o`` is the mean cosine
@@ -34,28 +55,33 @@ to most, on the test sequences of the training length.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import platform
 import re
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any, Iterable
 
 import torch
-from tqdm import tqdm
 
-from .config import Config, model_seed
-from .measure import attention_peaks, band_profile, evaluate, table_similarity
-from .model import count_parameters
+import relpos
+
+from .config import SETTINGS, Config
+from .engine import execute, open_engine, run_one
 from .schemes import SCHEMES
+from .store import SCHEMA, RunStore
 from .tasks import TASKS, get_task
-from .train import initial_model, train
+from .tuning import choose_rates
 
-SCHEMA = 1
-GRID_FIELDS = ("task", "scheme", "train_size", "seed")
+#: The fields a sweep varies, in the grid's order.
+GRID_FIELDS = tuple(
+    f.name for f in dataclasses.fields(Config) if f.metadata.get("sweep")
+)
+_GRID_ORDER = ("setting", "task", "scheme", "train_size", "seed")
+SummaryKey = tuple[str, str, str, int, int]
 
 
 def _processor_name() -> str:
@@ -85,33 +111,6 @@ def machine_info() -> dict[str, Any]:
     }
 
 
-def run_one(config: Config, *, on_step: Any = None) -> dict[str, Any]:
-    """Train one model of ``config`` and measure it: one entry of the JSON's ``runs``.
-    """
-    trained = train(config, on_step=on_step)
-    band = None
-    similarity = table_similarity(trained.model)
-    if similarity is not None:
-        band = {
-            "trained": band_profile(similarity),
-            "initial": band_profile(table_similarity(initial_model(config))),
-        }
-    tail = trained.losses[-max(1, config.steps // 10) :]
-    return {
-        "task": config.task,
-        "scheme": config.scheme,
-        "train_size": config.train_size,
-        "seed": config.seed,
-        "model_seed": model_seed(config),
-        "parameters": count_parameters(trained.model),
-        "accuracy": {str(n): acc for n, acc in evaluate(trained.model, config).items()},
-        "final_loss": sum(tail) / len(tail),
-        "train_seconds": trained.seconds,
-        "band": band,
-        "attention_peaks": attention_peaks(trained.model, config),
-    }
-
-
 def compare(
     config: Config, schemes: Iterable[str] | None = None
 ) -> dict[str, dict[str, Any]]:
@@ -126,17 +125,28 @@ def compare(
 
 
 def summarize(runs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Mean, sample standard deviation, minimum, maximum over seeds, per cell, length.
+    """Mean, sample standard deviation, minimum, maximum and every seed's value.
+
+    One row per (setting, task, scheme, train size, length), in the order the
+    runs come; ``values`` lists the accuracy of each run of the cell in that
+    order (one per seed). A run without ``setting`` (schema 1) is an encoder run.
     """
-    cells: dict[tuple[str, str, int, int], list[float]] = {}
+    cells: dict[SummaryKey, list[float]] = {}
     for run in runs:
         for length, acc in run["accuracy"].items():
-            key = (run["task"], run["scheme"], run["train_size"], int(length))
+            key = (
+                run.get("setting", "encoder"),
+                run["task"],
+                run["scheme"],
+                run["train_size"],
+                int(length),
+            )
             cells.setdefault(key, []).append(acc)
     rows = []
-    for (task, scheme, size, length), values in cells.items():
+    for (setting, task, scheme, size, length), values in cells.items():
         rows.append(
             {
+                "setting": setting,
                 "task": task,
                 "scheme": scheme,
                 "train_size": size,
@@ -146,20 +156,31 @@ def summarize(runs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                 "min": min(values),
                 "max": max(values),
                 "n": len(values),
+                "values": list(values),
             }
         )
     return rows
 
 
-def summary_cells(result: dict[str, Any]) -> dict[tuple[str, str, int, int], dict]:
-    """The summary of a sweep keyed by ``(task, scheme, train_size, length)``.
+def summary_cells(result: dict[str, Any] | list[dict]) -> dict[SummaryKey, dict]:
+    """The summary of a sweep keyed by ``(setting, task, scheme, train_size, length)``.
 
     ``result`` is the JSON that ``run_sweep`` writes (or its ``"summary"`` list
     itself); each value is one summary row (``mean``, ``std``, ``min``, ``max``,
-    ``n`` over the seeds).
+    ``n`` and ``values`` over the seeds). Rows without a setting (schema 1)
+    are keyed as ``"encoder"``.
     """
     rows = result["summary"] if isinstance(result, dict) else result
-    return {(r["task"], r["scheme"], r["train_size"], r["length"]): r for r in rows}
+    return {
+        (
+            r.get("setting", "encoder"),
+            r["task"],
+            r["scheme"],
+            r["train_size"],
+            r["length"],
+        ): r
+        for r in rows
+    }
 
 
 def _check_names(name: str, values: list[str], known: Iterable[str]) -> list[str]:
@@ -171,6 +192,54 @@ def _check_names(name: str, values: list[str], known: Iterable[str]) -> list[str
     return list(values)
 
 
+def _check_rates(learning_rates: Iterable[float]) -> list[float]:
+    rates = list(learning_rates)
+    if not rates or len(set(rates)) != len(rates):
+        raise ValueError(
+            f"learning_rates must be a non-empty list of distinct floats, got {rates!r}"
+        )
+    return rates
+
+
+def check_tune_seeds(tune_seeds: Iterable[int], seeds: Iterable[int]) -> list[int]:
+    """``tune_seeds`` as a list; ``ValueError`` if one of them is a measured seed.
+
+    The tuning runs choose the learning rate; a seed used there and measured
+    too would let the choice see the data it is judged on.
+    """
+    tune_seeds, seeds = list(tune_seeds), list(seeds)
+    shared = sorted(set(tune_seeds) & set(seeds))
+    if shared:
+        raise ValueError(
+            f"tune_seeds must be disjoint from the measured seeds {seeds}, "
+            f"got {tune_seeds} (both hold {shared})"
+        )
+    return tune_seeds
+
+
+def tuning_configs(
+    base: Config,
+    cells: list[tuple[str, str, str]],
+    learning_rates: list[float],
+    tune_seeds: list[int],
+    tune_size: int,
+) -> list[Config]:
+    """The tuning runs: every (setting, task, scheme), rate and tuning seed."""
+    return [
+        base.replace(
+            setting=setting,
+            task=task,
+            scheme=scheme,
+            learning_rate=rate,
+            seed=seed,
+            train_size=tune_size,
+        )
+        for setting, task, scheme in cells
+        for rate in learning_rates
+        for seed in tune_seeds
+    ]
+
+
 def run_sweep(
     base: Config,
     *,
@@ -178,47 +247,126 @@ def run_sweep(
     schemes: list[str],
     train_sizes: list[int],
     seeds: list[int],
+    settings: list[str] | None = None,
+    learning_rates: list[float] | None = None,
+    tune_seeds: list[int] = (),
+    tune_size: int = 128,
+    engine: str = "local",
+    workers: int = 1,
+    scheduler: str | None = None,
+    threads: int = 1,
+    runs_dir: str | os.PathLike | None = None,
     progress: bool = True,
     command: str | None = None,
 ) -> dict[str, Any]:
-    """Train and measure every (task, scheme, train size, seed); return the JSON dict.
+    """Tune, train and measure every (setting, task, scheme, size, seed): the JSON dict.
 
-    ``base`` supplies every other setting. The progress bar (tqdm, on stderr)
-    counts optimiser steps and names the run in progress.
+    ``base`` supplies every other setting; ``settings`` defaults to
+    ``[base.setting]`` and ``learning_rates`` to ``[base.learning_rate]`` (one
+    rate: no tuning). With two rates or more, each (setting, task, scheme)
+    trains at every rate on every seed of ``tune_seeds`` (disjoint from
+    ``seeds``) with ``tune_size`` training sequences, and its measured runs use
+    the rate of :func:`choose_rates`. ``engine``, ``workers``, ``scheduler``
+    and ``threads`` are :func:`open_engine`'s; ``runs_dir`` is the runs folder
+    (``None``: records in memory only, nothing to resume from). The progress
+    bars (tqdm, on stderr) count finished runs.
     """
+    settings = [base.setting] if settings is None else list(settings)
+    settings = _check_names("settings", settings, SETTINGS)
     tasks = _check_names("tasks", tasks, TASKS)
     schemes = _check_names("schemes", schemes, SCHEMES)
-    configs = [
-        base.replace(task=t, scheme=s, train_size=n, seed=seed)
-        for t in tasks
-        for s in schemes
+    rates = _check_rates(
+        [base.learning_rate] if learning_rates is None else learning_rates
+    )
+    tuned = len(rates) > 1
+    tune_seeds = check_tune_seeds(tune_seeds, seeds)
+    if tuned and not tune_seeds:
+        raise ValueError(
+            "tune_seeds must hold at least one seed when learning_rates has "
+            f"several values, got {tune_seeds!r}"
+        )
+    cells = [(s, t, m) for s in settings for t in tasks for m in schemes]
+    tuning = (
+        tuning_configs(base, cells, rates, tune_seeds, tune_size) if tuned else []
+    )
+    grid = [
+        base.replace(setting=s, task=t, scheme=m, train_size=n, seed=seed)
+        for s, t, m in cells
         for n in train_sizes
         for seed in seeds
-    ]  # every Config re-checks its train_size and seed
+    ]  # every Config re-checks its fields before any run starts
+    store = RunStore(runs_dir)
     start = time.perf_counter()
-    runs = []
-    with tqdm(
-        total=len(configs) * base.steps,
-        unit="step",
-        file=sys.stderr,
-        disable=not progress,
-        dynamic_ncols=True,
-    ) as bar:
-        for config in configs:
-            bar.set_postfix_str(
-                f"{config.task}/{config.scheme} "
-                f"size={config.train_size} seed={config.seed}"
-            )
-            runs.append(run_one(config, on_step=lambda step, loss: bar.update(1)))
-    settings = {k: v for k, v in base.to_dict().items() if k not in GRID_FIELDS}
+    with open_engine(
+        engine, workers=workers, scheduler=scheduler, threads=threads
+    ) as executor:
+        tuning_runs, _ = execute(
+            [("tuning", c) for c in tuning],
+            store,
+            executor,
+            progress=progress and tuned,
+            description="tuning",
+        )
+        if tuned:
+            chosen = choose_rates(tuning_runs)
+        else:
+            chosen = [
+                {
+                    "setting": s,
+                    "task": t,
+                    "scheme": m,
+                    "learning_rate": rates[0],
+                    "valid_accuracy": None,
+                }
+                for s, t, m in cells
+            ]
+        rate_of = {
+            (c["setting"], c["task"], c["scheme"]): c["learning_rate"] for c in chosen
+        }
+        grid = [
+            c.replace(learning_rate=rate_of[(c.setting, c.task, c.scheme)])
+            for c in grid
+        ]
+        runs, _ = execute(
+            [("measured", c) for c in grid],
+            store,
+            executor,
+            progress=progress,
+            description="runs",
+        )
+    config = {
+        k: v
+        for k, v in base.to_dict().items()
+        if k not in GRID_FIELDS and k != "learning_rate"
+    }
     result: dict[str, Any] = {"schema": SCHEMA}
     if command is not None:
         result["command"] = command
     result.update(
         {
-            "machine": machine_info(),
+            "machine": {
+                **machine_info(),
+                "torch_threads": threads,  # of every run, whatever this process has
+                "engine": engine,
+                "workers": workers,
+            },
             "torch": torch.__version__,
-            "settings": settings,
+            "relpos": relpos.__version__,
+            "config": config,
+            "grid": {
+                "setting": settings,
+                "task": tasks,
+                "scheme": schemes,
+                "train_size": list(train_sizes),
+                "seed": list(seeds),
+            },
+            "tuning": {
+                "learning_rates": rates,
+                "seeds": tune_seeds if tuned else [],
+                "train_size": tune_size if tuned else None,
+                "runs": tuning_runs,
+                "chosen": chosen,
+            },
             "tasks": {
                 name: {
                     "description": task.description,
@@ -229,23 +377,85 @@ def run_sweep(
                 }
                 for name, task in ((t, get_task(t)) for t in tasks)
             },
-            "schemes": schemes,
-            "train_sizes": list(train_sizes),
-            "seeds": list(seeds),
             "runs": runs,
             "summary": summarize(runs),
             "wall_seconds": time.perf_counter() - start,
+            "run_seconds": sum(r["train_seconds"] for r in [*tuning_runs, *runs]),
         }
     )
     return result
 
 
+def as_schema_2(result: dict[str, Any]) -> dict[str, Any]:
+    """A sweep's JSON in schema 2: a schema-1 result is read as an encoder sweep.
+
+    Schema 1 (one learning rate, no setting) names its grid ``schemes``,
+    ``train_sizes`` and ``seeds`` and its other fields ``settings``; its runs
+    and summary rows gain ``setting: "encoder"``, its learning rate is the one
+    every cell chose, untuned. A schema-2 result comes back as it is.
+    """
+    if result.get("schema", SCHEMA) != 1:
+        return result
+    old = result.get("settings", {})
+    tasks = list(result.get("tasks", {}))
+    schemes = list(result.get("schemes", []))
+    rate = old.get("learning_rate")
+    upgraded = {
+        k: v
+        for k, v in result.items()
+        if k not in ("settings", "schemes", "train_sizes", "seeds")
+    }
+    upgraded.update(
+        {
+            "schema": SCHEMA,
+            "config": {
+                k: v
+                for k, v in old.items()
+                if k not in GRID_FIELDS and k != "learning_rate"
+            },
+            "grid": {
+                "setting": ["encoder"],
+                "task": tasks,
+                "scheme": schemes,
+                "train_size": list(result.get("train_sizes", [])),
+                "seed": list(result.get("seeds", [])),
+            },
+            "tuning": {
+                "learning_rates": [rate],
+                "seeds": [],
+                "train_size": None,
+                "runs": [],
+                "chosen": [
+                    {
+                        "setting": "encoder",
+                        "task": t,
+                        "scheme": m,
+                        "learning_rate": rate,
+                        "valid_accuracy": None,
+                    }
+                    for t in tasks
+                    for m in schemes
+                ],
+            },
+            "runs": [
+                {"setting": "encoder", **run, "learning_rate": rate}
+                for run in result.get("runs", [])
+            ],
+            "summary": [
+                {"setting": "encoder", **row} for row in result.get("summary", [])
+            ],
+        }
+    )
+    return upgraded
+
+
 # Fields that change from one run of the same command to the next (time, date).
-VOLATILE = ("machine", "wall_seconds", "train_seconds", "command")
+VOLATILE = ("machine", "wall_seconds", "run_seconds", "train_seconds", "command")
 
 
-def numbers_only(result: dict[str, Any]) -> dict[str, Any]:
-    """``result`` without timings, date and machine: what a rerun must reproduce."""
+def numbers_only(result: Any) -> Any:
+    """``result`` without timings, date, machine and command: what a rerun reproduces.
+    """
 
     def strip(value: Any) -> Any:
         if isinstance(value, dict):
@@ -258,11 +468,16 @@ def numbers_only(result: dict[str, Any]) -> dict[str, Any]:
 
 
 __all__ = [
+    "GRID_FIELDS",
     "SCHEMA",
+    "as_schema_2",
+    "check_tune_seeds",
     "compare",
     "machine_info",
     "numbers_only",
     "run_one",
     "run_sweep",
     "summarize",
+    "summary_cells",
+    "tuning_configs",
 ]
