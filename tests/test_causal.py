@@ -390,3 +390,19 @@ def test_a_kernel_without_the_keyword_still_serves_bidirectional_attention(regis
     _run(_deberta("clip4", "aware", causal=False), x, table=table)
     assert seen == [True, False]
     assert relpos.BACKENDS[-2:] == ("plain", "aware")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "backend, compiler", [("gather", "inductor"), ("flex", "aot_eager")]
+)
+def test_causal_attention_compiles_as_one_graph(backend, compiler):
+    # No host sync on the causal path either (see tests/test_compile.py).
+    module = _deberta("clip4", backend, dtype=torch.float32)
+    x, mask = _inputs(3, 6, torch.float32), _padding(6)
+    table = _table(module, torch.float32)
+    compiled = torch.compile(module, fullgraph=True, backend=compiler)
+    with torch.no_grad():
+        expected = module(x, table, mask)
+        got = compiled(x, table, mask)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
