@@ -1,0 +1,408 @@
+"""Causal attention: one flag, every scheme, every kernel.
+
+- Future independence: with ``causal=True`` the output at positions ``<= i``
+  does not move when the hidden states after ``i`` change (and it does move
+  without the flag, so the check can fail).
+- The kernels agree: naive == gather == flex, in float64 and in float32 (the
+  compiled CPU flex kernel, padded to a multiple of 16 at n = 8 and 24), with and
+  without padding, on every position (a fully padded causal query spreads its
+  weight over keys ``0 .. i`` on every kernel).
+- The probabilities are exactly 0 above the diagonal; the logits are those before
+  masking: causal ALiBi's are ``alibi_bias(causal=True)`` plus the content, causal
+  T5's read the one-sided buckets ``t5_bucket(bidirectional=False)``.
+- A whole encoder built from ``AttentionConfig(causal=True)`` is future-independent.
+- A kernel registered without the ``causal`` keyword keeps serving bidirectional
+  attention; one with it is handed ``causal=True``.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import relpos
+from relpos import (
+    AttentionConfig,
+    DisentangledEncoder,
+    DisentangledEncoderLayer,
+    DisentangledSelfAttention,
+    EncoderLayer,
+)
+from relpos.backends import get_backend, register_backend
+from relpos.backends.registry import _REGISTRY
+from relpos.core import SelfAttention
+from relpos.schemes import ATTENTIONS, alibi_bias, relative_distances, t5_bucket
+
+F64 = torch.float64
+HIDDEN, HEADS = 16, 2
+BACKENDS = ("naive", "gather", "flex")
+LENGTHS = (5, 8, 24)  # flex's CPU kernel is padded at 8 and 24 (8 mod 16)
+# DeBERTa without and with log buckets: (max_relative_positions, position_buckets).
+DEBERTA_SPANS = {"clip4": (4, -1), "buckets16/4": (16, 4)}
+
+
+def _padding(n: int) -> torch.Tensor:
+    """No padding, right padding, left padding (its first queries see only padding).
+
+    Shapes:
+        output: (3, n)
+    """
+    mask = torch.ones(3, n, dtype=torch.long)
+    pad = max(1, n // 3)
+    mask[1, n - pad :] = 0
+    mask[2, :pad] = 0
+    return mask
+
+
+def _scheme(name: str, causal: bool = True, dtype=F64, seed: int = 0) -> SelfAttention:
+    torch.manual_seed(seed)
+    return ATTENTIONS[name](HIDDEN, HEADS, causal=causal).to(dtype).eval()
+
+
+def _deberta(span: str, backend: str, causal: bool = True, dtype=F64, seed: int = 0):
+    max_rel, buckets = DEBERTA_SPANS[span]
+    torch.manual_seed(seed)
+    module = DisentangledSelfAttention(
+        HIDDEN,
+        HEADS,
+        max_relative_positions=max_rel,
+        position_buckets=buckets,
+        backend=backend,
+        causal=causal,
+    )
+    return module.to(dtype).eval()
+
+
+def _table(module: DisentangledSelfAttention, dtype=F64, seed: int = 1) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(2 * module.span, HIDDEN, generator=g, dtype=F64).to(dtype)
+
+
+def _inputs(b: int, n: int, dtype=F64, seed: int = 2) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(b, n, HIDDEN, generator=g, dtype=F64).to(dtype)
+
+
+def _run(module: SelfAttention, x, mask=None, table=None, **kwargs):
+    with torch.no_grad():
+        if isinstance(module, DisentangledSelfAttention):
+            return module(x, table, mask, **kwargs)
+        return module(x, mask, **kwargs)
+
+
+# Every attention that can be causal: each scheme of the registry (its one,
+# explicit path, or every kernel when the scheme runs on kernels: RoPE, none),
+# and DeBERTa with and without buckets on every kernel.
+CASES = [
+    *[("scheme", name, "naive") for name in ATTENTIONS],
+    *[("scheme", "rotary", backend) for backend in ("gather", "flex")],
+    *[("none", "none", backend) for backend in BACKENDS],
+    *[("deberta", span, backend) for span in DEBERTA_SPANS for backend in BACKENDS],
+]
+
+
+def _build(kind: str, name: str, backend: str, causal: bool = True, dtype=F64):
+    if kind == "deberta":
+        module = _deberta(name, backend, causal, dtype)
+        return module, _table(module, dtype)
+    if kind == "none":
+        torch.manual_seed(0)
+        module = SelfAttention(HIDDEN, HEADS, backend=backend, causal=causal)
+        return module.to(dtype).eval(), None
+    torch.manual_seed(0)
+    extra = {"backend": backend} if name == "rotary" else {}
+    module = ATTENTIONS[name](HIDDEN, HEADS, causal=causal, **extra)
+    return module.to(dtype).eval(), None
+
+
+def test_every_scheme_takes_the_flag_and_stores_it():
+    assert set(ATTENTIONS) == {"shaw", "transformer_xl", "t5", "alibi", "rotary"}
+    for name in ATTENTIONS:
+        assert _scheme(name).causal is True
+        assert _scheme(name, causal=False).causal is False
+        with pytest.raises(TypeError, match="causal"):
+            ATTENTIONS[name](HIDDEN, HEADS, causal="yes")
+    assert DisentangledSelfAttention(HIDDEN, HEADS, causal=True).causal is True
+    assert DisentangledSelfAttention(HIDDEN, HEADS).config.causal is False
+    with pytest.raises(TypeError, match="causal"):
+        AttentionConfig(HIDDEN, HEADS, causal=1)
+    with pytest.raises(TypeError, match="causal"):
+        SelfAttention(HIDDEN, HEADS, causal=None)
+
+
+@pytest.mark.parametrize("kind, name, backend", CASES)
+@pytest.mark.parametrize("n", LENGTHS)
+def test_the_output_up_to_i_ignores_what_comes_after_i(kind, name, backend, n):
+    module, table = _build(kind, name, backend)
+    bidirectional, _ = _build(kind, name, backend, causal=False)
+    x = _inputs(3, n)
+    i = n // 2
+    changed = x.clone()
+    changed[:, i + 1 :] += _inputs(3, n - i - 1, seed=3)
+    before, after = _run(module, x, table=table), _run(module, changed, table=table)
+    torch.testing.assert_close(after[:, : i + 1], before[:, : i + 1], atol=1e-12, rtol=0)
+    assert (after[:, i + 1 :] - before[:, i + 1 :]).abs().max() > 1e-3
+    # The same weights without the flag do read the future: the check can fail.
+    moved = _run(bidirectional, changed, table=table) - _run(bidirectional, x, table=table)
+    assert moved[:, : i + 1].abs().max() > 1e-3
+    # Causal attention over a prefix is causal attention over the whole, cut.
+    prefix = _run(module, x[:, : i + 1], table=table)
+    torch.testing.assert_close(prefix, before[:, : i + 1], atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("span", DEBERTA_SPANS)
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("masked", [False, True])
+@pytest.mark.parametrize("dtype", [F64, torch.float32])
+def test_naive_gather_flex_agree_for_causal_deberta(span, n, masked, dtype):
+    x = _inputs(3, n, dtype)
+    mask = _padding(n) if masked else None
+    outputs = {}
+    for backend in BACKENDS:
+        module = _deberta(span, backend, dtype=dtype)
+        outputs[backend] = _run(module, x, mask, _table(module, dtype))
+    atol = 1e-12 if dtype == F64 else 1e-5
+    # Every position, padded ones included: all kernels spread a fully padded
+    # causal query over the same keys.
+    torch.testing.assert_close(outputs["gather"], outputs["naive"], atol=atol, rtol=0)
+    torch.testing.assert_close(outputs["flex"], outputs["naive"], atol=atol, rtol=0)
+    # And causal is not bidirectional here.
+    bidirectional = _deberta(span, "naive", causal=False, dtype=dtype)
+    other = _run(bidirectional, x, mask, _table(bidirectional, dtype))
+    assert (other - outputs["naive"]).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("kind", ["rotary", "none"])
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("masked", [False, True])
+@pytest.mark.parametrize("dtype", [F64, torch.float32])
+def test_naive_gather_flex_agree_for_the_kernel_schemes(kind, n, masked, dtype):
+    x = _inputs(3, n, dtype)
+    mask = _padding(n) if masked else None
+    outputs = {}
+    for backend in BACKENDS:
+        module, _ = _build("scheme" if kind == "rotary" else "none", kind, backend,
+                           dtype=dtype)
+        assert module.uses_kernel
+        outputs[backend] = _run(module, x, mask)
+    atol = 1e-12 if dtype == F64 else 1e-5
+    torch.testing.assert_close(outputs["gather"], outputs["naive"], atol=atol, rtol=0)
+    torch.testing.assert_close(outputs["flex"], outputs["naive"], atol=atol, rtol=0)
+
+
+def test_the_other_schemes_run_one_explicit_path():
+    # Shaw, Transformer-XL, T5 and ALiBi add logits (or values) of their own, so
+    # no kernel applies: their causal path is the one the tests above check.
+    for name in ("shaw", "transformer_xl", "t5", "alibi"):
+        assert not _scheme(name).uses_kernel
+
+
+def _causal_scores(kind, name, backend, n, masked):
+    module, table = _build(kind, name, backend)
+    x = _inputs(3, n)
+    mask = _padding(n) if masked else None
+    _, scores = _run(module, x, mask, table, return_scores=True)
+    return module, x, scores
+
+
+@pytest.mark.parametrize("kind, name, backend", CASES)
+@pytest.mark.parametrize("masked", [False, True])
+def test_probabilities_are_exactly_zero_above_the_diagonal(kind, name, backend, masked):
+    n = 8
+    _, _, scores = _causal_scores(kind, name, backend, n, masked)
+    future = torch.ones(n, n, dtype=torch.bool).triu(1)
+    probs = scores.probs  # (b, h, i, j)
+    assert torch.all(probs[..., future] == 0)
+    torch.testing.assert_close(probs.sum(-1), torch.ones_like(probs[..., 0]))
+    # Unpadded keys at or before the query do get weight.
+    visible = ~future if not masked else ~future & _padding(n).bool()[:, None, None, :]
+    assert torch.all(probs[visible.expand_as(probs)] > 0)
+    # The logits are those before masking: finite above the diagonal, except
+    # causal ALiBi's bias, which is -inf there by its definition.
+    above = scores.logits[..., future]
+    if name == "alibi":
+        assert torch.all(above == float("-inf"))
+    else:
+        assert torch.all(torch.isfinite(above))
+
+
+def test_a_fully_padded_causal_query_spreads_over_keys_up_to_itself():
+    n = 6
+    mask = _padding(n)  # row 2: keys 0, 1 padded; queries 0 and 1 see only padding
+    module, table = _build("deberta", "clip4", "naive")
+    _, scores = _run(module, _inputs(3, n), mask, table, return_scores=True)
+    torch.testing.assert_close(scores.probs[2, :, 0, 0], torch.ones(HEADS, dtype=F64))
+    torch.testing.assert_close(scores.probs[2, :, 1, :2], torch.full((HEADS, 2), 0.5,
+                                                                     dtype=F64))
+    assert torch.all(scores.probs[2, :, 1, 2:] == 0)
+
+
+def _content_logits(module: SelfAttention, x: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        query = module.split_heads(module.query_proj(x))  # (b, h, i, d)
+        key = module.split_heads(module.key_proj(x))  # (b, h, j, d)
+        return query @ key.transpose(-1, -2) * module.scale  # (b, h, i, j)
+
+
+def test_causal_alibi_logits_are_the_causal_bias_plus_the_content():
+    n = 7
+    module, x, scores = _causal_scores("scheme", "alibi", "naive", n, masked=False)
+    assert module.position_bias.causal is True
+    rel = relative_distances(torch.arange(n), torch.arange(n))  # (i, j)
+    bias = alibi_bias(rel, module.position_bias.slopes.to(F64), causal=True)
+    expected = _content_logits(module, x) + bias  # (b, h, i, j)
+    torch.testing.assert_close(scores.logits, expected, atol=1e-12, rtol=0)
+    assert torch.isinf(bias).any()  # the causal bias, not -slope * |i - j|
+    # The encoder's ALiBi keeps the two-sided bias.
+    assert _scheme("alibi", causal=False).position_bias.causal is False
+
+
+def test_causal_t5_reads_the_one_sided_buckets():
+    n = 24
+    module, x, scores = _causal_scores("scheme", "t5", "naive", n, masked=False)
+    bias_module = module.position_bias
+    assert bias_module.bidirectional is False
+    rel = relative_distances(torch.arange(n), torch.arange(n))  # (i, j)
+    buckets = t5_bucket(
+        rel,
+        num_buckets=bias_module.num_buckets,
+        max_distance=bias_module.max_distance,
+        bidirectional=False,
+    )  # (i, j)
+    bias = bias_module.embedding.weight[buckets].movedim(-1, 0)  # (h, i, j)
+    expected = _content_logits(module, x) + bias.detach()
+    torch.testing.assert_close(scores.logits, expected, atol=1e-12, rtol=0)
+    # One-sided buckets differ from the two-sided ones at these distances.
+    two_sided = t5_bucket(rel, num_buckets=bias_module.num_buckets,
+                          max_distance=bias_module.max_distance)
+    assert not torch.equal(buckets[rel >= 0], two_sided[rel >= 0])
+    # Told otherwise, causal T5 keeps the two-sided buckets; the encoder's is two-sided.
+    told = ATTENTIONS["t5"](HIDDEN, HEADS, causal=True, bidirectional=True)
+    assert told.causal and told.position_bias.bidirectional
+    assert _scheme("t5", causal=False).position_bias.bidirectional
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("span", DEBERTA_SPANS)
+def test_a_causal_encoder_is_future_independent_end_to_end(backend, span):
+    max_rel, buckets = DEBERTA_SPANS[span]
+    config = AttentionConfig(HIDDEN, HEADS, max_relative_positions=max_rel,
+                             position_buckets=buckets, backend=backend, causal=True)
+    torch.manual_seed(0)
+    encoder = DisentangledEncoder(2, intermediate_size=32, config=config).to(F64).eval()
+    assert all(layer.attention.causal for layer in encoder.layers)
+    n, i = 24, 9
+    x = _inputs(3, n)
+    changed = x.clone()
+    changed[:, i + 1 :] = _inputs(3, n - i - 1, seed=5)
+    mask = _padding(n)
+    with torch.no_grad():
+        before, after = encoder(x, mask), encoder(changed, mask)
+        bidirectional = DisentangledEncoder(
+            2, intermediate_size=32, config=config.replace(causal=False)
+        ).to(F64).eval()
+        bidirectional.load_state_dict(encoder.state_dict())
+        moved = bidirectional(changed, mask) - bidirectional(x, mask)
+    torch.testing.assert_close(after[:, : i + 1], before[:, : i + 1], atol=1e-12, rtol=0)
+    assert (after[:, i + 1 :] - before[:, i + 1 :]).abs().max() > 1e-3
+    assert moved[:, : i + 1].abs().max() > 1e-3
+
+
+def test_causal_layers_take_it_through_the_config_or_an_argument():
+    layer = DisentangledEncoderLayer(HIDDEN, HEADS, 32, causal=True)
+    assert layer.attention.causal and layer.attention.config.causal
+    encoder = DisentangledEncoder(1, HIDDEN, HEADS, 32, causal=True)
+    assert encoder.config.causal and encoder.layers[0].attention.causal
+    with pytest.raises(ValueError, match="causal"):
+        DisentangledEncoderLayer(intermediate_size=32, causal=True,
+                                 config=AttentionConfig(HIDDEN, HEADS))
+
+
+@pytest.mark.parametrize("name", sorted(ATTENTIONS))
+def test_a_scheme_block_is_future_independent(name):
+    torch.manual_seed(0)
+    layer = EncoderLayer(ATTENTIONS[name](HIDDEN, HEADS, causal=True), HIDDEN, 32)
+    layer = layer.to(F64).eval()
+    n, i = 8, 3
+    x = _inputs(2, n)
+    changed = x.clone()
+    changed[:, i + 1 :] = 0.0
+    with torch.no_grad():
+        before, after = layer(x), layer(changed)
+    torch.testing.assert_close(after[:, : i + 1], before[:, : i + 1], atol=1e-12, rtol=0)
+
+
+def test_causal_flex_gradients_equal_gather_on_the_cpu():
+    # flex's CPU backward recomputes the gather form: it must be causal too.
+    n = 8
+    x = _inputs(2, n, torch.float32)
+    grads = {}
+    for backend in ("gather", "flex"):
+        module = _deberta("clip4", backend, dtype=torch.float32)
+        table = _table(module, torch.float32).requires_grad_()
+        inputs = x.clone().requires_grad_()
+        out = module(inputs, table, _padding(n)[:2])
+        (out * torch.arange(n, dtype=torch.float32)[:, None]).sum().backward()
+        grads[backend] = (inputs.grad, table.grad, module.query_proj.weight.grad)
+    for got, expected in zip(grads["flex"], grads["gather"]):
+        torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+    # The gradient is causal too: the first output's reaches no later input.
+    module = _deberta("clip4", "flex", dtype=torch.float32)
+    inputs = x.clone().requires_grad_()
+    module(inputs, _table(module, torch.float32))[:, 0].sum().backward()
+    assert torch.all(inputs.grad[:, 1:] == 0) and inputs.grad[:, 0].abs().max() > 0
+
+
+@pytest.fixture
+def registry():
+    saved = dict(_REGISTRY)
+    yield
+    _REGISTRY.clear()
+    _REGISTRY.update(saved)
+
+
+def test_a_kernel_without_the_keyword_still_serves_bidirectional_attention(registry):
+    def plain(query, key, value, terms, key_mask, scale, dropout_p):
+        return get_backend("gather").attend(
+            query, key, value, terms, key_mask, scale, dropout_p
+        )
+
+    seen = []
+
+    def aware(query, key, value, terms, key_mask, scale, dropout_p, *, causal=False):
+        seen.append(causal)
+        return get_backend("gather").attend(
+            query, key, value, terms, key_mask, scale, dropout_p, causal=causal
+        )
+
+    register_backend("plain", plain)
+    register_backend("aware", aware)
+    x = _inputs(2, 6)
+    reference = _deberta("clip4", "gather", causal=False)
+    table = _table(reference)
+    plain_module = _deberta("clip4", "plain", causal=False)
+    torch.testing.assert_close(_run(plain_module, x, table=table),
+                               _run(reference, x, table=table))
+    with pytest.raises(TypeError, match="causal"):
+        _run(_deberta("clip4", "plain"), x, table=table)
+    causal = _run(_deberta("clip4", "aware"), x, table=table)
+    torch.testing.assert_close(causal, _run(_deberta("clip4", "gather"), x, table=table))
+    _run(_deberta("clip4", "aware", causal=False), x, table=table)
+    assert seen == [True, False]
+    assert relpos.BACKENDS[-2:] == ("plain", "aware")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "backend, compiler", [("gather", "inductor"), ("flex", "aot_eager")]
+)
+def test_causal_attention_compiles_as_one_graph(backend, compiler):
+    # No host sync on the causal path either (see tests/test_compile.py).
+    module = _deberta("clip4", backend, dtype=torch.float32)
+    x, mask = _inputs(3, 6, torch.float32), _padding(6)
+    table = _table(module, torch.float32)
+    compiled = torch.compile(module, fullgraph=True, backend=compiler)
+    with torch.no_grad():
+        expected = module(x, table, mask)
+        got = compiled(x, table, mask)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
