@@ -17,7 +17,7 @@ TEST_ENV := $(VENV)/.installed-test
 # Where `make lock` finds torch's CPU wheels (overridable, e.g. with --find-links DIR).
 TORCH_CPU ?= --extra-index-url https://download.pytorch.org/whl/cpu
 
-.PHONY: book test unit notebooks site colab clean env student pdf lock
+.PHONY: book test unit notebooks site colab clean env student pdf lock sweeps
 
 env: $(TEST_ENV)
 
@@ -56,6 +56,31 @@ notebooks: $(TEST_ENV)
 # torch, numpy, matplotlib and a kernel; the setup cell installs this clone's HEAD.
 colab: $(TEST_ENV)
 	$(BIN)/python -m pytest tests/colab
+
+
+# The trained sweeps the book reads (relpos/book/results/sweep*.json), one command
+# each. Every finished run is a record in .sweep-runs/, so an interrupted
+# `make sweeps` resumes where it stopped, and a run that two sweeps share trains
+# once. Runs go to one process per core (--workers); see the README for a cluster.
+EXPERIMENTS := $(BIN)/python -m relpos.book.experiments --runs-dir .sweep-runs --quiet
+RESULTS := relpos/book/results
+SCHEMES_MAIN := none,absolute,sinusoidal,shaw,transformer_xl,t5,alibi,rotary,deberta,$\
+	deberta-buckets,deberta-emd
+SCHEMES_ABLATION := deberta,deberta-c2p,deberta-p2c,deberta-no-norm,$\
+	deberta-separate-keys,shaw,shaw-keys
+
+sweeps: $(TEST_ENV)
+	$(EXPERIMENTS) --tasks relative,absolute,far --schemes $(SCHEMES_MAIN) \
+	  --tune-seeds 100 --output $(RESULTS)/sweep.json
+	$(EXPERIMENTS) --tasks relative --schemes $(SCHEMES_ABLATION) \
+	  --train-sizes 8,32,128 --tune-seeds 100 --output $(RESULTS)/sweep_ablation.json
+	$(EXPERIMENTS) --tasks relative,window --schemes deberta,deberta-sinusoidal \
+	  --train-sizes 32,512 --tune-seeds 100 --output $(RESULTS)/sweep_band.json
+	$(EXPERIMENTS) --settings causal --tasks relative,absolute,far \
+	  --schemes $(SCHEMES_MAIN) --train-sizes 512 --tune-seeds 100 \
+	  --output $(RESULTS)/sweep_causal.json
+	$(EXPERIMENTS) --layers 2 --tasks far --schemes $(SCHEMES_MAIN) \
+	  --train-sizes 512 --tune-seeds 100 --output $(RESULTS)/sweep_layers.json
 
 # The student edition: every chapter without its solutions (the code between
 # nbgrader's ### BEGIN/END SOLUTION markers becomes a stub; the check stays).
