@@ -34,7 +34,16 @@ The JSON (``SCHEMA = 2``)::
                "attention_peaks": [one distance per head] or null}],
      "summary": [{"setting", "task", "scheme", "train_size", "length",
                   "mean", "std", "min", "max", "n", "values": [one per seed]}],
+     "coverage": [{"setting", "task", "scheme", "length", "kind", "learned",
+                   "unseen", "touched", "pair_fraction"}],
      "wall_seconds": float, "run_seconds": float}
+
+``coverage`` is :func:`~relpos.book.experiments.coverage.coverage_table` of
+every (setting, task, scheme) at every test length: per kind of position
+entry the scheme reads (a table row, a bucket, an absolute row, a distance of
+a fixed formula), the entries a test sequence reads that no training sequence
+reads (``unseen``), and the share of scored query positions (``touched``)
+and of scored pairs (``pair_fraction``) that read one. No training is involved.
 
 ``tuning``: with one learning rate there is nothing to tune (``seeds`` and
 ``runs`` are empty, ``train_size`` and each chosen ``valid_accuracy`` null).
@@ -70,6 +79,7 @@ import torch
 import relpos
 
 from .config import SETTINGS, Config
+from .coverage import coverage_table
 from .engine import execute, open_engine, run_one
 from .schemes import SCHEMES
 from .store import SCHEMA, RunStore
@@ -379,6 +389,11 @@ def run_sweep(
             },
             "runs": runs,
             "summary": summarize(runs),
+            "coverage": [
+                row
+                for s, t, m in cells
+                for row in coverage_table(base.replace(setting=s, task=t, scheme=m))
+            ],
             "wall_seconds": time.perf_counter() - start,
             "run_seconds": sum(r["train_seconds"] for r in [*tuning_runs, *runs]),
         }
