@@ -66,6 +66,10 @@ EXPERIMENTS := $(BIN)/python -m relpos.book.experiments --runs-dir .sweep-runs -
 RESULTS := relpos/book/results
 SCHEMES_MAIN := none,absolute,sinusoidal,shaw,transformer_xl,t5,alibi,rotary,deberta,$\
 	deberta-buckets,deberta-emd
+# The schemes of the published causal studies, and the windowed schemes, where a
+# second layer could compose two distances.
+SCHEMES_CAUSAL := none,absolute,t5,alibi,rotary,shaw,deberta
+SCHEMES_LAYERS := absolute,shaw,transformer_xl,t5,rotary,deberta,deberta-buckets
 SCHEMES_ABLATION := deberta,deberta-c2p,deberta-p2c,deberta-no-norm,$\
 	deberta-separate-keys,shaw,shaw-keys
 
@@ -77,9 +81,9 @@ sweeps: $(TEST_ENV)
 	$(EXPERIMENTS) --tasks relative,window --schemes deberta,deberta-sinusoidal \
 	  --train-sizes 32,512 --tune-seeds 100 --output $(RESULTS)/sweep_band.json
 	$(EXPERIMENTS) --settings causal --tasks relative,absolute,far \
-	  --schemes $(SCHEMES_MAIN) --train-sizes 512 --tune-seeds 100 \
+	  --schemes $(SCHEMES_CAUSAL) --train-sizes 512 --tune-seeds 100 \
 	  --output $(RESULTS)/sweep_causal.json
-	$(EXPERIMENTS) --layers 2 --tasks far --schemes $(SCHEMES_MAIN) \
+	$(EXPERIMENTS) --layers 2 --tasks far --schemes $(SCHEMES_LAYERS) \
 	  --train-sizes 512 --tune-seeds 100 --output $(RESULTS)/sweep_layers.json
 
 # The student edition: every chapter without its solutions (the code between

@@ -192,8 +192,8 @@ def small_sweep() -> dict:
             summary.append({"task": "relative", "scheme": scheme, "train_size": size,
                             "length": length, "mean": statistics.fmean(values) * scale,
                             "max": max(values) * scale})
-    return {"settings": {"train_length": 8, "test_lengths": [8, 16]},
-            "schemes": ["a", "b"], "train_sizes": [4, 16], "runs": runs,
+    return {"schema": 1, "settings": {"train_length": 8, "test_lengths": [8, 16]},
+            "schemes": ["a", "b"], "train_sizes": [4, 16], "seeds": [0, 1], "runs": runs,
             "summary": summary}
 
 

@@ -132,10 +132,12 @@ def far_task_with_a_wider_window(smallest_k: Any, run: Any, *, config: Any) -> s
 def _fewest(sweep: dict[str, Any], task: str, length: int, field: str) -> dict:
     """For each scheme, the smallest training size whose ``field`` reaches 90%."""
     rows = [
-        r for r in sweep["summary"] if r["task"] == task and r["length"] == length
+        r
+        for r in sweep["summary"]
+        if r["task"] == task and r["length"] == length and r["setting"] == "encoder"
     ]
     fewest: dict[str, int | None] = {}
-    for scheme in sweep["schemes"]:
+    for scheme in sweep["grid"]["scheme"]:
         sizes = sorted(
             r["train_size"]
             for r in rows
@@ -149,13 +151,17 @@ def _fewest(sweep: dict[str, Any], task: str, length: int, field: str) -> dict:
 def data_efficiency(answer: Any, *, sweep: dict[str, Any] | None = None) -> str:
     """``{scheme: the fewest training sequences whose mean accuracy reaches 90%}``.
 
-    On the relative task at the training length, from the committed sweep (or
-    from ``sweep``, a dict of the same form). ``None`` where no size reaches it.
+    On the relative task at the training length, in the encoder setting, from
+    the committed sweep (or from ``sweep``, a dict of the same form; a schema-1
+    file is read as an encoder sweep). ``None`` where no size reaches it.
     """
     from .. import results
 
-    sweep = results.load("sweep.json") if sweep is None else sweep
-    length = int(sweep["settings"]["train_length"])
+    from ..experiments.sweep import as_schema_2
+
+    sweep = as_schema_2(results.load("sweep.json") if sweep is None else sweep)
+    sizes = sweep["grid"]["train_size"]
+    length = int(sweep["config"]["train_length"])
     expected = _fewest(sweep, "relative", length, "mean")
     if not isinstance(answer, dict):
         got = type(answer).__name__
@@ -165,10 +171,10 @@ def data_efficiency(answer: Any, *, sweep: dict[str, Any] | None = None) -> str:
         fail(f"give one entry per scheme of the sweep; missing: {', '.join(missing)}")
     got = {s: answer[s] for s in expected}
     if got == expected:
-        efficient = [s for s, n in expected.items() if n == min(sweep["train_sizes"])]
+        efficient = [s for s, n in expected.items() if n == min(sizes)]
         never = [s for s, n in expected.items() if n is None]
         return (
-            f"at {min(sweep['train_sizes'])} sequences only {', '.join(efficient)} "
+            f"at {min(sizes)} sequences only {', '.join(efficient)} "
             f"reach 90%; {', '.join(never) or 'no scheme'} never do."
         )
     longest = max(r["length"] for r in sweep["summary"])
