@@ -75,7 +75,7 @@ SCHEMES_ABLATION := deberta,deberta-c2p,deberta-p2c,deberta-no-norm,$\
 
 sweeps: $(TEST_ENV)
 	$(EXPERIMENTS) --tasks relative,absolute,far --schemes $(SCHEMES_MAIN) \
-	  --tune-seeds 100 --output $(RESULTS)/sweep.json
+	  --train-sizes 8,32,512 --tune-seeds 100 --output $(RESULTS)/sweep.json
 	$(EXPERIMENTS) --tasks relative --schemes $(SCHEMES_ABLATION) \
 	  --train-sizes 8,32,128 --tune-seeds 100 --output $(RESULTS)/sweep_ablation.json
 	$(EXPERIMENTS) --tasks relative,window --schemes deberta,deberta-sinusoidal \

@@ -791,3 +791,14 @@ def disentangled_streams(
 
 
 __all__ += ["disentangled_streams"]
+
+
+# -- a trained sweep, every seed visible (relpos.book.sweep_plots) ----------------------
+from .sweep_plots import (  # noqa: E402  (the figures of a sweep live in their own file)
+    accuracy_grid,
+    band_profiles,
+    data_efficiency,
+    seed_points,
+)
+
+__all__ += ["accuracy_grid", "band_profiles", "data_efficiency", "seed_points"]
