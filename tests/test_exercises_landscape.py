@@ -169,3 +169,40 @@ def negated(n, num_heads):
 def test_bloom_bias_fails_wrong_answers_with_a_hint(answer, message: str) -> None:
     with pytest.raises(ExerciseError, match="ch9-ex3: not yet. .*" + message):
         check("ch9-ex3", answer)
+
+
+# -- ch9-ex4: predict from coverage which scheme falls ------------------------------
+
+
+def coverage_sweep() -> dict:
+    """Three schemes: one reads an untrained row from 64 on and falls there, one
+    reads none and holds, one reads none and still falls at 128."""
+    accuracy = {"tabled": (1.0, 0.5, 0.4), "clipped": (1.0, 1.0, 1.0),
+                "formula": (1.0, 0.95, 0.3)}
+    summary = [{"setting": "encoder", "task": "relative", "scheme": s, "train_size": 64,
+                "length": n, "mean": a} for s, accs in accuracy.items()
+               for n, a in zip((32, 64, 128), accs)]
+    coverage = [{"setting": "encoder", "task": "relative", "scheme": s, "length": n,
+                 "kind": "row", "learned": s != "formula",
+                 "touched": 0.5 if (s == "tabled" and n > 32) or s == "formula" else 0.0}
+                for s in accuracy for n in (32, 64, 128)]
+    return {"config": {"train_length": 32},
+            "grid": {"scheme": list(accuracy), "train_size": [8, 64]},
+            "summary": summary, "coverage": coverage}
+
+
+def test_ch9_ex4_compares_the_prediction_with_the_sweep() -> None:
+    sweep = coverage_sweep()
+    prediction = {"tabled": 64, "clipped": None, "formula": None}
+    check("ch9-ex4", prediction, sweep=sweep)
+    with pytest.raises(ExerciseError, match="formula.*coverage predicts"):
+        check("ch9-ex4", {**prediction, "formula": 64}, sweep=sweep)
+    with pytest.raises(ExerciseError, match="missing: clipped"):
+        check("ch9-ex4", {"tabled": 64, "formula": None}, sweep=sweep)
+
+
+def test_ch9_ex4_feedback_names_the_surprise(capsys) -> None:
+    check("ch9-ex4", {"tabled": 64, "clipped": None, "formula": None},
+          sweep=coverage_sweep())
+    out = capsys.readouterr().out
+    assert "2 of 3" in out and "formula fell" in out

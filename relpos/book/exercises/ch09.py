@@ -3,7 +3,8 @@
 Shape legend:
     ch9-ex1: a function ``num_heads -> (h,)``;
     ch9-ex2: a function ``(rel (m,), num_buckets, max_distance) -> (m,)``;
-    ch9-ex3: a function ``(n, num_heads) -> (h, n, n)``
+    ch9-ex3: a function ``(n, num_heads) -> (h, n, n)``;
+    ch9-ex4: a dict ``{scheme: test length or None}``
 """
 
 from __future__ import annotations
@@ -165,3 +166,87 @@ def bloom_bias(answer: Callable[[int, int], Any]) -> str:
 
 
 __all__ = ["ALIBI_HEADS", "T5_SETTINGS"]
+
+
+#: A fall: accuracy at least this much below the same model's at the training length.
+FALL = 0.1
+
+
+def _first_untrained(sweep: dict[str, Any], task: str, scheme: str) -> int | None:
+    """The shortest test length at which ``scheme`` reads an untrained learned entry."""
+    lengths = sorted(
+        {r["length"] for r in sweep["coverage"] if r["length"] > _train_length(sweep)}
+    )
+    for n in lengths:
+        if any(
+            r["learned"] and r["touched"] > 0
+            for r in sweep["coverage"]
+            if (r["setting"], r["task"], r["scheme"], r["length"])
+            == ("encoder", task, scheme, n)
+        ):
+            return n
+    return None
+
+
+def _train_length(sweep: dict[str, Any]) -> int:
+    return int(sweep["config"]["train_length"])
+
+
+def _first_fall(sweep: dict[str, Any], task: str, scheme: str) -> int | None:
+    """The shortest test length at which the mean accuracy (512 sequences) falls."""
+    size = max(sweep["grid"]["train_size"])
+    rows = {
+        r["length"]: r["mean"]
+        for r in sweep["summary"]
+        if (r["setting"], r["task"], r["scheme"], r["train_size"])
+        == ("encoder", task, scheme, size)
+    }
+    at_l = rows[_train_length(sweep)]
+    longer = [n for n in sorted(rows) if n > _train_length(sweep)]
+    falls = [n for n in longer if rows[n] < at_l - FALL]
+    return falls[0] if falls else None
+
+
+@exercise("ch9-ex4")
+def predict_from_coverage(
+    answer: Any, *, task: str = "relative", sweep: dict[str, Any] | None = None
+) -> str:
+    """``{scheme: first test length with an untrained learned entry, or None}``.
+
+    Computed from coverage alone (``relpos.book.experiments.coverage``) for every
+    scheme of the encoder sweep on ``task``; the feedback then sets the prediction
+    against the sweep's accuracies (a fall: ``FALL`` below the training length).
+    """
+    from .. import results
+
+    sweep = results.load("sweep.json") if sweep is None else sweep
+    schemes = list(sweep["grid"]["scheme"])
+    if not isinstance(answer, dict):
+        fail(f"the answer must be a dict {{scheme: length or None}}, got "
+             f"{type(answer).__name__}")
+    missing = [s for s in schemes if s not in answer]
+    if missing:
+        fail(f"give one entry per scheme of the sweep; missing: {', '.join(missing)}")
+    expected = {s: _first_untrained(sweep, task, s) for s in schemes}
+    for scheme in schemes:
+        if answer[scheme] != expected[scheme]:
+            hint = (
+                "it reads no untrained learned entry at any test length: None"
+                if expected[scheme] is None
+                else f"the first test length at which it reads one is "
+                f"{expected[scheme]}"
+            )
+            fail(f"{scheme}: {answer[scheme]!r} is not what coverage predicts; {hint}")
+    fell = {s: _first_fall(sweep, task, s) for s in schemes}
+    right = [s for s in schemes if (expected[s] is None) == (fell[s] is None)]
+    surprises = [s for s in schemes if expected[s] is None and fell[s] is not None]
+    missed = [s for s in schemes if expected[s] is not None and fell[s] is None]
+    parts = [f"the rule is right about {len(right)} of {len(schemes)} schemes"]
+    if surprises:
+        parts.append(
+            f"{', '.join(surprises)} fell with every learned entry trained "
+            "(something else is at work)"
+        )
+    if missed:
+        parts.append(f"{', '.join(missed)} held despite untrained entries")
+    return "; ".join(parts) + "."
