@@ -34,6 +34,7 @@ Shape legend:
 from .config import Config, data_seed, derive_seed, model_seed
 from .measure import (
     accuracy,
+    attention_at_distance,
     attention_peaks,
     band_profile,
     by_distance,
@@ -94,6 +95,7 @@ from .equivariance import (
 )
 
 __all__ = [
+    "attention_at_distance",
     "AttentionEncoder",
     "Config",
     "ContentSelfAttention",

@@ -187,7 +187,40 @@ def attention_peaks(model: TinyModel, config: Config) -> list[int] | None:
     return [distances[int(k)] for k in means.argmax(-1)]
 
 
+@torch.no_grad()
+def attention_at_distance(model: TinyModel, tokens: torch.Tensor, distance: int) -> float:
+    """The first layer's mean attention weight on the key ``distance`` back.
+
+    The probabilities of every head (for the DeBERTa schemes, those of
+    :func:`mean_scores`) averaged over the batch, over the queries that have
+    such a key and over the heads: the share of a query's attention that lands
+    on the pair with ``i - j = distance``. A head that reads "the token 3 back"
+    puts nearly all its weight there at the training length; if the weight
+    thins out on longer sequences, the same head is outvoted by the added keys.
+
+    Shapes:
+        tokens: ``(b, n)``
+        output: a float in ``[0, 1]``
+    """
+    if not isinstance(distance, int) or not 0 <= distance < tokens.shape[-1]:
+        raise ValueError(
+            f"distance must be an int in 0 .. n - 1 = {tokens.shape[-1] - 1}, "
+            f"got {distance!r}"
+        )
+    model.eval()
+    if relative_table(model) is not None:
+        probs = mean_scores(model, tokens).probs[0]  # (h, n, n)
+    else:
+        hidden = model.embed(tokens)  # (b, n, hidden)
+        attention = model.encoder.layers[0].attention
+        _, scores = attention(hidden, return_scores=True)
+        probs = scores.probs.mean(0)  # (h, n, n)
+    distances, means = by_distance(probs)  # (h, 2n - 1)
+    return float(means[:, distances.index(distance)].mean())
+
+
 __all__ = [
+    "attention_at_distance",
     "attention_peaks",
     "accuracy",
     "band_profile",
