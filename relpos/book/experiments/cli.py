@@ -15,10 +15,10 @@ stops it with one line on stderr that names the flag (exit status 2), as does
 an output or figure path that cannot be written or a figure format matplotlib
 does not know.
 
-Every flag has a default, and the defaults are the committed sweep: running
-the command with only ``--output`` and ``--plot`` reproduces
-``relpos/book/results/sweep.json`` (every number, on the same machine; only the
-timings, the date and the machine entry differ).
+Every flag has a default; the sweeps the book reads are ``make sweeps``, one
+command each, and each JSON file records its command: rerunning it reproduces
+every number on the same machine (only the timings, the date and the machine
+entry differ).
 """
 
 from __future__ import annotations
@@ -147,8 +147,9 @@ def build_parser() -> OneLineParser:
         "--plot",
         default=None,
         metavar="PATH",
-        help="also draw the figure (length generalisation and data efficiency, with "
-        "error bars) to this file, e.g. sweep.png; its suffix is the format "
+        help="also draw the figure (per task, every scheme's mean accuracy at every "
+        "test length with the seeds' range, at the largest training set, first "
+        "setting) to this file, e.g. sweep.png; its suffix is the format "
         "(default: no figure)",
     )
     add(
@@ -291,7 +292,7 @@ def main(argv: list[str] | None = None) -> dict:
     _cli.output_flag(parser, "--plot", args.plot, make_parents=False, plot=True)
     runs_dir = runs_dir_from_args(parser, args)
 
-    from ..plot import experiment_sweep
+    from ..plot import accuracy_grid
     from .report import format_table
     from .sweep import run_sweep
 
@@ -317,7 +318,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(format_table(result))
     print(f"wrote {args.output}", file=sys.stderr)
     if args.plot is not None:
-        experiment_sweep(result).savefig(args.plot, dpi=120)
+        accuracy_grid(result).savefig(args.plot, dpi=120)
         print(f"wrote {args.plot}", file=sys.stderr)
     return result
 
