@@ -80,6 +80,9 @@ sweeps: $(TEST_ENV)
 	$(EXPERIMENTS) --tasks relative --schemes $(SCHEMES_ABLATION) \
 	  --train-sizes 8,32,128 --tune-seeds 100 --output $(RESULTS)/sweep_ablation.json \\
 	  --plot $(RESULTS)/sweep_ablation.png
+	$(EXPERIMENTS) --tasks absolute --schemes shaw,shaw-keys --train-sizes 512 \
+	  --tune-seeds 100 --output $(RESULTS)/sweep_values.json \
+	  --plot $(RESULTS)/sweep_values.png
 	$(EXPERIMENTS) --tasks relative,window --schemes deberta,deberta-sinusoidal \
 	  --train-sizes 32,512 --tune-seeds 100 --output $(RESULTS)/sweep_band.json \\
 	  --plot $(RESULTS)/sweep_band.png

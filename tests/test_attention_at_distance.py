@@ -33,3 +33,22 @@ def test_a_head_on_one_distance_puts_its_weight_there() -> None:
     assert all(0 <= s <= 1 for s in shares)
     with pytest.raises(ValueError, match="distance must be"):
         attention_at_distance(model, tokens, 12)
+
+
+@pytest.mark.parametrize("scheme", ["none", "rotary", "deberta"])
+def test_flat_logits_leave_no_margin(scheme: str) -> None:
+    from relpos.book.experiments import unseen_margin
+
+    tokens = torch.randint(16, (3, 24), generator=torch.Generator().manual_seed(3))
+    margins = unseen_margin(flat(scheme), tokens, 3, 8)
+    assert margins == pytest.approx([0.0] * 4, abs=1e-5)
+
+
+def test_unseen_margin_refuses_a_distance_or_length_out_of_range() -> None:
+    from relpos.book.experiments import unseen_margin
+
+    tokens = torch.zeros(1, 16, dtype=torch.long)
+    with pytest.raises(ValueError, match="train_length"):
+        unseen_margin(flat("none"), tokens, 3, 16)
+    with pytest.raises(ValueError, match="distance"):
+        unseen_margin(flat("none"), tokens, 9, 8)

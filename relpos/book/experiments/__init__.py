@@ -43,6 +43,7 @@ from .measure import (
     mean_scores,
     relative_table,
     table_similarity,
+    unseen_margin,
 )
 from .model import TinyModel, count_parameters
 from .report import format_table
@@ -95,6 +96,7 @@ from .equivariance import (
 )
 
 __all__ = [
+    "unseen_margin",
     "attention_at_distance",
     "AttentionEncoder",
     "Config",

@@ -219,7 +219,47 @@ def attention_at_distance(model: TinyModel, tokens: torch.Tensor, distance: int)
     return float(means[:, distances.index(distance)].mean())
 
 
+@torch.no_grad()
+def unseen_margin(
+    model: TinyModel, tokens: torch.Tensor, distance: int, train_length: int
+) -> list[float]:
+    """Per first-layer head: the logit at ``distance`` above the best unseen distance.
+
+    The logits (before masking) are averaged over the batch and along each
+    diagonal (:func:`by_distance`); the result is, for every head, the mean
+    logit of the pairs with ``i - j = distance`` minus the largest mean logit
+    of a distance no training sequence contains (``|i - j| >= train_length``).
+    A negative margin means that some distance met for the first time at test
+    draws more attention than the one the rule needs.
+
+    Shapes:
+        tokens: ``(b, n)`` with ``n > train_length``
+        output: ``h`` floats
+    """
+    n = tokens.shape[-1]
+    if not isinstance(train_length, int) or not 0 < train_length < n:
+        raise ValueError(
+            f"train_length must be an int in 1 .. n - 1 = {n - 1}, got {train_length!r}"
+        )
+    if not isinstance(distance, int) or not abs(distance) < train_length:
+        raise ValueError(
+            f"distance must be an int with |distance| < train_length, got {distance!r}"
+        )
+    model.eval()
+    if relative_table(model) is not None:
+        logits = mean_scores(model, tokens).logits[0]  # (h, n, n)
+    else:
+        hidden = model.embed(tokens)  # (b, n, hidden)
+        _, scores = model.encoder.layers[0].attention(hidden, return_scores=True)
+        logits = scores.logits.mean(0)  # (h, n, n)
+    distances, means = by_distance(logits)  # (h, 2n - 1)
+    d = torch.tensor(distances)
+    unseen = means[:, d.abs() >= train_length].max(-1).values  # (h,)
+    return (means[:, d == distance][:, 0] - unseen).tolist()
+
+
 __all__ = [
+    "unseen_margin",
     "attention_at_distance",
     "attention_peaks",
     "accuracy",
