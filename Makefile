@@ -75,23 +75,23 @@ SCHEMES_ABLATION := deberta,deberta-c2p,deberta-p2c,deberta-no-norm,$\
 
 sweeps: $(TEST_ENV)
 	$(EXPERIMENTS) --tasks relative,absolute,far --schemes $(SCHEMES_MAIN) \
-	  --train-sizes 8,32,512 --tune-seeds 100 --output $(RESULTS)/sweep.json \\
+	  --train-sizes 8,32,512 --tune-seeds 100 --output $(RESULTS)/sweep.json \
 	  --plot $(RESULTS)/sweep.png
 	$(EXPERIMENTS) --tasks relative --schemes $(SCHEMES_ABLATION) \
-	  --train-sizes 8,32,128 --tune-seeds 100 --output $(RESULTS)/sweep_ablation.json \\
+	  --train-sizes 8,32,128 --tune-seeds 100 --output $(RESULTS)/sweep_ablation.json \
 	  --plot $(RESULTS)/sweep_ablation.png
 	$(EXPERIMENTS) --tasks absolute --schemes shaw,shaw-keys --train-sizes 512 \
 	  --tune-seeds 100 --output $(RESULTS)/sweep_values.json \
 	  --plot $(RESULTS)/sweep_values.png
 	$(EXPERIMENTS) --tasks relative,window --schemes deberta,deberta-sinusoidal \
-	  --train-sizes 32,512 --tune-seeds 100 --output $(RESULTS)/sweep_band.json \\
+	  --train-sizes 32,512 --tune-seeds 100 --output $(RESULTS)/sweep_band.json \
 	  --plot $(RESULTS)/sweep_band.png
 	$(EXPERIMENTS) --settings causal --tasks relative,absolute,far \
 	  --schemes $(SCHEMES_CAUSAL) --train-sizes 512 --tune-seeds 100 \
-	  --output $(RESULTS)/sweep_causal.json \\
+	  --output $(RESULTS)/sweep_causal.json \
 	  --plot $(RESULTS)/sweep_causal.png
 	$(EXPERIMENTS) --layers 2 --tasks far --schemes $(SCHEMES_LAYERS) \
-	  --train-sizes 512 --tune-seeds 100 --output $(RESULTS)/sweep_layers.json \\
+	  --train-sizes 512 --tune-seeds 100 --output $(RESULTS)/sweep_layers.json \
 	  --plot $(RESULTS)/sweep_layers.png
 
 # The student edition: every chapter without its solutions (the code between
