@@ -20,6 +20,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 import set_repo_url  # noqa: E402
 
 NOTEBOOKS = set_repo_url.notebooks()
+# The numbered chapters (an appendix page has no objectives, exercises or session).
+CHAPTERS = [path for path in NOTEBOOKS if path.name[:2].isdigit()]
 MACHINE_PATH = re.compile(r"/(work|tmp|root|home)/")
 
 
@@ -121,7 +123,7 @@ def exercises(notebook: nbformat.NotebookNode) -> list[dict]:
     return found
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_chapter_has_objectives_summary_and_exercises(path):
     notebook = nbformat.read(path, as_version=4)
     markdown = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
@@ -130,7 +132,7 @@ def test_chapter_has_objectives_summary_and_exercises(path):
     assert 2 <= len(exercises(notebook)) <= 4, path.name
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_exercises_follow_the_book_convention(path):
     """Labels chN-exM in order, a gated dropdown solution right after each exercise,
     solution code between nbgrader's markers, and a check(...) on every coded answer."""
@@ -339,7 +341,7 @@ def course_plan() -> list[re.Match]:
 def test_course_plan_lists_every_chapter_once():
     planned = [row.group("page") for row in course_plan()]
     assert len(planned) == len(set(planned))
-    assert sorted(planned) == sorted(p.name for p in NOTEBOOKS)
+    assert sorted(planned) == sorted(p.name for p in CHAPTERS)
 
 
 def test_course_plan_sessions_add_up():

@@ -17,6 +17,7 @@ import torch
 
 import relpos
 from relpos.book import results
+from relpos.book.experiments.sweep import as_schema_2
 from relpos.book.exercises import ExerciseError, check
 from relpos.book.exercises.ch08 import own_row_span
 from relpos.book.experiments import SCHEMES, Config, compare, register_scheme
@@ -130,15 +131,16 @@ def test_ch8_ex1_catches_the_wrong_task_and_too_little_training(far16) -> None:
 
 def fewest_from_runs(sweep: dict, length: int, reduce=statistics.fmean) -> dict:
     """Written independently of the check: from the runs, not the summary."""
+    sweep = as_schema_2(sweep)
     fewest = {}
-    for scheme in sweep["schemes"]:
+    for scheme in sweep["grid"]["scheme"]:
         sizes = []
-        for size in sweep["train_sizes"]:
+        for size in sweep["grid"]["train_size"]:
             values = [
                 r["accuracy"][str(length)]
                 for r in sweep["runs"]
-                if (r["task"], r["scheme"], r["train_size"])
-                == ("relative", scheme, size)
+                if (r["setting"], r["task"], r["scheme"], r["train_size"])
+                == ("encoder", "relative", scheme, size)
             ]
             if values and reduce(values) >= 0.9:
                 sizes.append(size)
@@ -152,8 +154,8 @@ def sweep() -> dict:
 
 
 def test_ch8_ex2_passes_the_reference(sweep, capsys) -> None:
-    answer = fewest_from_runs(sweep, sweep["settings"]["train_length"])
-    assert answer["deberta"] == min(sweep["train_sizes"])  # the chapter's reading
+    answer = fewest_from_runs(sweep, sweep["config"]["train_length"])
+    assert answer["deberta"] == min(sweep["grid"]["train_size"])  # the chapter's reading
     assert answer["none"] is None
     check("ch8-ex2", answer)
     out = capsys.readouterr().out
@@ -161,12 +163,12 @@ def test_ch8_ex2_passes_the_reference(sweep, capsys) -> None:
 
 
 def test_ch8_ex2_catches_the_wrong_length_and_a_wrong_entry(sweep) -> None:
-    longest = max(sweep["settings"]["test_lengths"])
+    longest = max(sweep["config"]["test_lengths"])
     at_longest = fewest_from_runs(sweep, longest)
-    assert at_longest != fewest_from_runs(sweep, sweep["settings"]["train_length"])
+    assert at_longest != fewest_from_runs(sweep, sweep["config"]["train_length"])
     with pytest.raises(ExerciseError, match=f"test length {longest}"):
         check("ch8-ex2", at_longest)
-    answer = fewest_from_runs(sweep, sweep["settings"]["train_length"])
+    answer = fewest_from_runs(sweep, sweep["config"]["train_length"])
     with pytest.raises(ExerciseError, match="missing: deberta"):
         check("ch8-ex2", {s: n for s, n in answer.items() if s != "deberta"})
     with pytest.raises(ExerciseError, match="none: 8 is not the fewest"):

@@ -355,8 +355,14 @@ def test_schema_2_fields():
         "tasks",
         "runs",
         "summary",
+        "coverage",
         "wall_seconds",
         "run_seconds",
+    }
+    covered = {(r["scheme"], r["length"]) for r in result["coverage"]}
+    assert covered == {
+        (s, n) for s in result["grid"]["scheme"] if s != "none"
+        for n in result["config"]["test_lengths"]
     }
     assert result["schema"] == 2 and result["relpos"] == relpos.__version__
     assert result["grid"] == {

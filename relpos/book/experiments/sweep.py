@@ -43,7 +43,8 @@ every (setting, task, scheme) at every test length: per kind of position
 entry the scheme reads (a table row, a bucket, an absolute row, a distance of
 a fixed formula), the entries a test sequence reads that no training sequence
 reads (``unseen``), and the share of scored query positions (``touched``)
-and of scored pairs (``pair_fraction``) that read one. No training is involved.
+and of scored pairs (``pair_fraction``) that read one. No training is involved;
+a scheme registered without a coverage reader (``register_reader``) has no rows.
 
 ``tuning``: with one learning rate there is nothing to tune (``seeds`` and
 ``runs`` are empty, ``train_size`` and each chosen ``valid_accuracy`` null).
@@ -79,7 +80,7 @@ import torch
 import relpos
 
 from .config import SETTINGS, Config
-from .coverage import coverage_table
+from .coverage import READERS, coverage_table
 from .engine import execute, open_engine, run_one
 from .schemes import SCHEMES
 from .store import SCHEMA, RunStore
@@ -392,6 +393,7 @@ def run_sweep(
             "coverage": [
                 row
                 for s, t, m in cells
+                if m in READERS  # a scheme registered without a reader has no rows
                 for row in coverage_table(base.replace(setting=s, task=t, scheme=m))
             ],
             "wall_seconds": time.perf_counter() - start,
