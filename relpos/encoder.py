@@ -444,13 +444,28 @@ class DisentangledEncoder(nn.Module):
             hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
             output: ``(b, n, hidden)``
         """
-        # The one check of the whole stack: the layers get a normalised bool key mask
-        # and check nothing again.
+        return self.run_layers(hidden_states, attention_mask, self.layers)
+
+    def run_layers(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        layers: Any,
+    ) -> torch.Tensor:
+        """Check the input once, then run ``layers`` (some of ``self.layers``) in turn.
+
+        The one check of the whole stack: the layers get a normalised bool key
+        mask and check nothing again; each gets its own dropout of the table.
+
+        Shapes:
+            hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
+            output: ``(b, n, hidden)``
+        """
         first = self.layers[0].attention
         key_mask = first.check_inputs(hidden_states, attention_mask)  # (b, n) or None
         table = self.rel_embeddings()  # (r, hidden)
         first.check_table(table, hidden_states)
-        for layer in self.layers:
+        for layer in layers:
             hidden_states = layer._forward(
                 hidden_states, key_mask, rel_embeddings=self.table_dropout(table)
             )  # (b, n, hidden)

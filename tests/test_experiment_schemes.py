@@ -17,25 +17,8 @@ from relpos.book.experiments.schemes import sinusoidal_start
 from relpos.book.experiments.tasks import NO_TOKEN, window_labels
 from relpos.embedding import sinusoidal_table
 
-TINY = dict(
-    train_length=8,
-    test_lengths=(8, 16),
-    test_size=4,
-    steps=3,
-    batch_size=4,
-    hidden_size=8,
-    num_heads=2,
-    intermediate_size=16,
-    train_size=8,
-)
+from _tiny import TINY, one_thread  # noqa: F401  (autouse fixture)
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def model_of(scheme: str, setting: str = "encoder", **changes) -> TinyModel:

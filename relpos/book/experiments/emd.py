@@ -98,15 +98,7 @@ class EnhancedMaskDecoder(DisentangledEncoder):
             hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
             output: ``(b, n, hidden)``
         """
-        first = self.layers[0].attention
-        key_mask = first.check_inputs(hidden_states, attention_mask)  # (b, n) or None
-        table = self.rel_embeddings()  # (r, hidden)
-        first.check_table(table, hidden_states)
-        for layer in self.layers[:-1]:
-            hidden_states = layer._forward(
-                hidden_states, key_mask, rel_embeddings=self.table_dropout(table)
-            )  # (b, n, hidden)
-        return hidden_states
+        return self.run_layers(hidden_states, attention_mask, self.layers[:-1])
 
     def decode(
         self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None
