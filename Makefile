@@ -40,7 +40,10 @@ $(TEST_ENV): pyproject.toml constraints.txt | $(BIN)/python
 book: $(SITE_ENV)
 	$(BIN)/jupyter-book build . --path-output . --keep-going
 
-test: unit notebooks site colab
+# The four suites run two at a time (the machines have two cores), the longest
+# first; each suite's output is printed whole when it ends (--output-sync).
+test: $(TEST_ENV)
+	$(MAKE) --no-print-directory -j2 --output-sync=target colab unit site notebooks
 
 unit: $(TEST_ENV)
 	$(BIN)/python -m pytest tests --ignore=tests/site --ignore=tests/colab
