@@ -161,7 +161,7 @@ def bloom_bias(answer: Callable[[int, int], Any]) -> str:
         if torch.allclose(got, flipped.masked_fill(ahead, float("-inf"))):
             fail("the sign is flipped: BLOOM adds +slope * j, so later keys get more")
         fail(f"{what}: entry (h, i, j) with j <= i should be slope_h * j")
-    return "slope * j, which differs from -slope * (i - j) by slope * i, fixed per row."
+    return "slope * j differs from -slope * (i - j) by slope * i, fixed per row."
 
 
 __all__ = ["ALIBI_HEADS", "T5_SETTINGS"]
