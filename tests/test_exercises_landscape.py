@@ -1,4 +1,4 @@
-"""Chapter 9's exercise checks pass right answers and fail typical wrong ones."""
+"""Chapter 8's exercise checks pass right answers and fail typical wrong ones."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 from relpos import schemes
 from relpos.book.exercises import ExerciseError, check
 
-# -- ch9-ex1: ALiBi's slopes ---------------------------------------------------------
+# -- ch8-ex1: ALiBi's slopes ---------------------------------------------------------
 
 
 def paper_slopes(num_heads: int) -> list[float]:
@@ -25,10 +25,10 @@ def paper_slopes(num_heads: int) -> list[float]:
 
 
 def test_slopes_pass_the_reference_and_an_independent_answer(capsys) -> None:
-    check("ch9-ex1", schemes.alibi_slopes)
-    check("ch9-ex1", paper_slopes)
-    check("ch9-ex1", lambda h: torch.tensor(paper_slopes(h), dtype=torch.float32))
-    assert capsys.readouterr().out.count("ch9-ex1: correct.") == 3
+    check("ch8-ex1", schemes.alibi_slopes)
+    check("ch8-ex1", paper_slopes)
+    check("ch8-ex1", lambda h: torch.tensor(paper_slopes(h), dtype=torch.float32))
+    assert capsys.readouterr().out.count("ch8-ex1: correct.") == 3
 
 
 @pytest.mark.parametrize(
@@ -48,11 +48,11 @@ def test_slopes_pass_the_reference_and_an_independent_answer(capsys) -> None:
          "raises", "not-callable"],
 )
 def test_slopes_fail_wrong_answers_with_a_hint(answer, message: str) -> None:
-    with pytest.raises(ExerciseError, match="ch9-ex1: not yet. .*" + message):
-        check("ch9-ex1", answer)
+    with pytest.raises(ExerciseError, match="ch8-ex1: not yet. .*" + message):
+        check("ch8-ex1", answer)
 
 
-# -- ch9-ex2: T5's buckets -----------------------------------------------------------
+# -- ch8-ex2: T5's buckets -----------------------------------------------------------
 
 
 def loop_bucket(rel: torch.Tensor, num_buckets: int = 32, max_distance: int = 128):
@@ -77,9 +77,9 @@ def reference(rel, num_buckets=32, max_distance=128):
 
 
 def test_buckets_pass_the_reference_and_a_loop(capsys) -> None:
-    check("ch9-ex2", reference)
-    check("ch9-ex2", loop_bucket)
-    assert capsys.readouterr().out.count("ch9-ex2: correct.") == 2
+    check("ch8-ex2", reference)
+    check("ch8-ex2", loop_bucket)
+    assert capsys.readouterr().out.count("ch8-ex2: correct.") == 2
 
 
 def _no_clamp(rel, num_buckets=32, max_distance=128):
@@ -118,11 +118,11 @@ def _exact_edge_off_by_one(rel, num_buckets=32, max_distance=128):
          "a-list", "one-argument", "not-callable"],
 )
 def test_buckets_fail_wrong_answers_with_a_hint(answer, message: str) -> None:
-    with pytest.raises(ExerciseError, match="ch9-ex2: not yet. .*" + message):
-        check("ch9-ex2", answer)
+    with pytest.raises(ExerciseError, match="ch8-ex2: not yet. .*" + message):
+        check("ch8-ex2", answer)
 
 
-# -- ch9-ex3: BLOOM's form of the causal bias ----------------------------------------
+# -- ch8-ex3: BLOOM's form of the causal bias ----------------------------------------
 
 
 def bloom(n: int, num_heads: int) -> torch.Tensor:
@@ -134,8 +134,8 @@ def bloom(n: int, num_heads: int) -> torch.Tensor:
 
 
 def test_bloom_bias_passes_and_gives_alibi_probabilities(capsys) -> None:
-    check("ch9-ex3", bloom)
-    assert "ch9-ex3: correct." in capsys.readouterr().out
+    check("ch8-ex3", bloom)
+    assert "ch8-ex3: correct." in capsys.readouterr().out
     # What the exercise shows: the same probabilities as ALiBi's own causal form.
     rel = schemes.relative_distances(torch.arange(7), torch.arange(7))
     slopes = schemes.alibi_slopes(4, dtype=torch.float64)
@@ -167,42 +167,5 @@ def negated(n, num_heads):
     ids=["alibi-form", "unmasked", "negated", "one-head", "doubled"],
 )
 def test_bloom_bias_fails_wrong_answers_with_a_hint(answer, message: str) -> None:
-    with pytest.raises(ExerciseError, match="ch9-ex3: not yet. .*" + message):
-        check("ch9-ex3", answer)
-
-
-# -- ch9-ex4: predict from coverage which scheme falls ------------------------------
-
-
-def coverage_sweep() -> dict:
-    """Three schemes: one reads an untrained row from 64 on and falls there, one
-    reads none and holds, one reads none and still falls at 128."""
-    accuracy = {"tabled": (1.0, 0.5, 0.4), "clipped": (1.0, 1.0, 1.0),
-                "formula": (1.0, 0.95, 0.3)}
-    summary = [{"setting": "encoder", "task": "relative", "scheme": s, "train_size": 64,
-                "length": n, "mean": a} for s, accs in accuracy.items()
-               for n, a in zip((32, 64, 128), accs)]
-    coverage = [{"setting": "encoder", "task": "relative", "scheme": s, "length": n,
-                 "kind": "row", "learned": s != "formula",
-                 "touched": 0.5 if (s == "tabled" and n > 32) or s == "formula" else 0.0}
-                for s in accuracy for n in (32, 64, 128)]
-    return {"config": {"train_length": 32},
-            "grid": {"scheme": list(accuracy), "train_size": [8, 64]},
-            "summary": summary, "coverage": coverage}
-
-
-def test_ch9_ex4_compares_the_prediction_with_the_sweep() -> None:
-    sweep = coverage_sweep()
-    prediction = {"tabled": 64, "clipped": None, "formula": None}
-    check("ch9-ex4", prediction, sweep=sweep)
-    with pytest.raises(ExerciseError, match="formula.*coverage predicts"):
-        check("ch9-ex4", {**prediction, "formula": 64}, sweep=sweep)
-    with pytest.raises(ExerciseError, match="missing: clipped"):
-        check("ch9-ex4", {"tabled": 64, "formula": None}, sweep=sweep)
-
-
-def test_ch9_ex4_feedback_names_the_surprise(capsys) -> None:
-    check("ch9-ex4", {"tabled": 64, "clipped": None, "formula": None},
-          sweep=coverage_sweep())
-    out = capsys.readouterr().out
-    assert "2 of 3" in out and "formula fell" in out
+    with pytest.raises(ExerciseError, match="ch8-ex3: not yet. .*" + message):
+        check("ch8-ex3", answer)

@@ -58,7 +58,7 @@ def log_buckets_from_the_formula(answer: Callable[..., Any]) -> str:
             f"{what}: distance {int(wrong[0])} gets bucket {int(got[r == wrong[0]])}; "
             "check the log ratio, log(|r| / mid) / log((max_position - 1) / mid)"
         )
-    return "equal to relpos.log_bucket_position for 3 settings, far past max_position."
+    return "equal to relpos.log_bucket_position in 3 settings, past max_position."
 
 
 def _layer_contexts(model: nn.Module, tokens: torch.Tensor, mask: torch.Tensor) -> dict:
