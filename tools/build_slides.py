@@ -263,7 +263,7 @@ def chapter_list(chapters: tuple[int, ...]) -> str:
 
 def ensure_node_modules(folder: Path = SOURCES) -> None:
     """Run `npm ci` in folder unless node_modules holds exactly what the lock pins."""
-    if _installed_matches_lock(folder):
+    if installed_matches_lock(folder):
         return
     npm = shutil.which("npm")
     if npm is None:
@@ -273,11 +273,12 @@ def ensure_node_modules(folder: Path = SOURCES) -> None:
         )
     command = [npm, "ci", "--prefix", str(folder), "--no-audit", "--no-fund"]
     subprocess.run(command, check=True)
-    if not _installed_matches_lock(folder):
+    if not installed_matches_lock(folder):
         raise SystemExit(f"npm ci left {folder / 'node_modules'} unlike the lock")
 
 
-def _installed_matches_lock(folder: Path) -> bool:
+def installed_matches_lock(folder: Path) -> bool:
+    """Whether folder/node_modules holds every package at the version the lock pins."""
     lock = json.loads((folder / "package-lock.json").read_text())
     for where, pinned in lock.get("packages", {}).items():
         if not where:
@@ -291,6 +292,8 @@ def _installed_matches_lock(folder: Path) -> bool:
 
 
 def copy_assets(out: Path) -> None:
+    """The reveal.js and KaTeX files (out/lib) and the decks' own CSS and script."""
+    shutil.rmtree(out / "lib", ignore_errors=True)
     for source, target in ASSETS.items():
         origin, destination = NODE_MODULES / source, out / "lib" / target
         destination.parent.mkdir(parents=True, exist_ok=True)
@@ -314,7 +317,8 @@ def draw_figures(names: set[str], out: Path) -> None:
     unknown = sorted(names - set(recipes))
     if unknown:
         raise ValueError(f"unknown figure names {unknown}; known: {sorted(recipes)}")
-    (out / "figures").mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(out / "figures", ignore_errors=True)
+    (out / "figures").mkdir(parents=True)
     for name in sorted(names):
         figure = recipes[name]()
         figure.savefig(

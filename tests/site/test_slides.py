@@ -15,6 +15,7 @@ npm the build fails with a message saying how to install it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -78,6 +79,39 @@ def test_deck_names_only_its_session_chapters(source):
     assert named == expected, f"{source.name} never names {sorted(expected - named)}"
 
 
+def test_npm_ci_runs_when_node_modules_is_unlike_the_lock(tmp_path):
+    lock = {"packages": {"": {}, "node_modules/reveal.js": {"version": "5.2.1"}}}
+    (tmp_path / "package-lock.json").write_text(json.dumps(lock))
+    assert not build_slides.installed_matches_lock(tmp_path)  # missing
+    installed = tmp_path / "node_modules" / "reveal.js"
+    installed.mkdir(parents=True)
+    (installed / "package.json").write_text(json.dumps({"version": "4.6.0"}))
+    assert not build_slides.installed_matches_lock(tmp_path)  # stale
+    (installed / "package.json").write_text(json.dumps({"version": "5.2.1"}))
+    assert build_slides.installed_matches_lock(tmp_path)
+
+
+def test_a_deck_that_does_not_fit_is_refused(tmp_path):
+    header = "---\nsession: 2\ntitle: t\nchapters: [4, 5]\n---\n"
+    slides = ["## A slide\n\nText.\n"] * build_slides.SLIDES_PER_DECK[0]
+    wide = "```python\n" + "x" * (build_slides.MAX_CODE_COLUMNS + 1) + "\n```\n"
+    source = tmp_path / "session-2.md"
+    source.write_text(header + "\n---\n".join(slides))
+    assert len(build_slides.parse_deck(source).slides) == len(slides)
+    source.write_text(header + "\n---\n".join(slides + [wide]))
+    with pytest.raises(ValueError, match="code line"):
+        build_slides.parse_deck(source)
+    source.write_text(header + "\n---\n".join(slides[:-1]))
+    with pytest.raises(ValueError, match="slides, expected"):
+        build_slides.parse_deck(source)
+    source.write_text(header.replace("[4, 5]", "[3, 4, 5]") + "\n---\n".join(slides))
+    with pytest.raises(ValueError, match="chapters"):
+        build_slides.parse_deck(source)
+    no_alt = build_slides.Slide("![](figure:streams)", "")
+    with pytest.raises(ValueError, match="alt text"):
+        build_slides.render_slide(no_alt, build_slides.markdown())
+
+
 def test_one_deck_per_session():
     sessions = [build_slides.parse_deck(source).session for source in DECKS]
     assert sessions == sorted(build_slides.SESSION_CHAPTERS)
@@ -85,10 +119,9 @@ def test_one_deck_per_session():
 
 @pytest.fixture(scope="session")
 def built_slides(tmp_path_factory) -> Path:
-    if shutil.which("npm") is None and not build_slides._installed_matches_lock(
-        build_slides.SOURCES
-    ):
-        pytest.fail("npm not found: install Node.js and npm (apt-get install nodejs npm)")
+    installed = build_slides.installed_matches_lock(build_slides.SOURCES)
+    if shutil.which("npm") is None and not installed:
+        pytest.fail("npm not found: install Node.js and npm (apt-get install npm)")
     out = tmp_path_factory.mktemp("slides")
     build_slides.build(out)
     return out
