@@ -17,7 +17,7 @@ TEST_ENV := $(VENV)/.installed-test
 # Where `make lock` finds torch's CPU wheels (overridable, e.g. with --find-links DIR).
 TORCH_CPU ?= --extra-index-url https://download.pytorch.org/whl/cpu
 
-.PHONY: book test unit notebooks site colab clean env student pdf lock sweeps
+.PHONY: book test unit notebooks site colab clean env student pdf lock sweeps slides
 
 env: $(TEST_ENV)
 
@@ -106,6 +106,12 @@ student: $(STUDENT_ENV)
 # (Debian: apt-get install chromium) from the single-page build.
 pdf: $(SITE_ENV)
 	$(BIN)/python tools/build_pdf.py _build/pdf/relpos-book.pdf
+
+# The session slides: four reveal.js decks and an index in _build/slides, offline
+# (reveal.js and KaTeX pinned in book/slides/package-lock.json; the script runs
+# `npm ci --prefix book/slides` when node_modules is missing or unlike the lock).
+slides: $(SITE_ENV)
+	$(BIN)/python tools/build_slides.py _build/slides
 
 # Regenerates constraints.txt with uv: every extra resolved for .venv's Python, each
 # pin with the packages that need it ("# via"). Pins already there are kept unless
