@@ -179,6 +179,26 @@ def test_readings_and_citations_are_keys_of_the_bibliography():
     assert "zhang2023d2l" in training and "loshchilov2019adamw" in training
 
 
+def test_every_work_the_plan_cites_is_cited_in_a_page_too():
+    # The bibliography lists every cited work, and its browser test counts the
+    # works cited in the pages' sources; a work cited only in the plan would be
+    # listed without being counted there.
+    sources = sorted(BOOK.glob("*.md")) + sorted(BOOK.glob("*.ipynb"))
+    cited = {
+        key.strip()
+        for path in sources
+        for keys in CITATION.findall(path.read_text())
+        for key in keys.split(",")
+    }
+    in_plan = {
+        key.strip()
+        for keys in CITATION.findall(" ".join(strings(PLAN)))
+        for key in keys.split(",")
+    }
+    in_plan |= {key for session in SESSIONS for key in session["readings"]}
+    assert in_plan <= cited, sorted(in_plan - cited)
+
+
 def test_discussion_questions_say_what_a_good_answer_contains():
     for session in SESSIONS:
         assert 3 <= len(session["discussion"]) <= 4, session["number"]

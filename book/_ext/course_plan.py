@@ -149,12 +149,20 @@ class CoursePlan(SphinxDirective):
             found += entry
         return found
 
-    def table(self, header: list[str], rows: list[list[Any]]) -> nodes.table:
+    def table(
+        self,
+        header: list[str],
+        rows: list[list[Any]],
+        widths: list[int] | None = None,
+    ) -> nodes.table:
         table = nodes.table()
+        if widths is not None:
+            # proportional column widths, honoured by the HTML and LaTeX writers
+            table["classes"].append("colwidths-given")
         group = nodes.tgroup(cols=len(header))
         table += group
-        for _ in header:
-            group += nodes.colspec(colwidth=1)
+        for width in widths or [1] * len(header):
+            group += nodes.colspec(colwidth=width)
         head, body = nodes.thead(), nodes.tbody()
         group += head
         group += body
@@ -271,7 +279,7 @@ class CoursePlan(SphinxDirective):
                 ]
             )
             start = end
-        section += self.table(["time", "min", "block", "what"], rows)
+        section += self.table(["time", "min", "block", "what"], rows, [13, 6, 13, 68])
 
         section += self.rubric("Live demo")
         section += self.bullets(
@@ -334,7 +342,8 @@ class CoursePlan(SphinxDirective):
             for criterion in rubric["criteria"]
         ]
         found.append(self.rubric(f"Rubric ({total} points)"))
-        found.append(self.table(["criterion"] + rubric["levels"], rows))
+        widths = [16] + [28] * len(rubric["levels"])
+        found.append(self.table(["criterion"] + rubric["levels"], rows, widths))
         return found
 
     def render_written_answers(self) -> list[nodes.Node]:
@@ -347,7 +356,7 @@ class CoursePlan(SphinxDirective):
         ]
         return [
             self.para(written["summary"]),
-            self.table(["points", "the written answer is"], levels),
+            self.table(["points", "the written answer is"], levels, [12, 88]),
             self.rubric("The exercises it applies to"),
             self.bullets(applies),
         ]
