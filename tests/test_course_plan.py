@@ -265,9 +265,23 @@ def test_the_project_rubric_adds_up():
     assert "python -m relpos.book.experiments" in text and "register_attention" in text
 
 
-def test_the_variants_are_a_one_and_a_two_session_plan():
-    names = [variant["name"] for variant in PLAN["variants"]]
-    assert names == ["One 90-minute session", "Two 90-minute sessions"]
+def test_the_variants_are_a_one_and_a_two_session_plan_that_add_up():
+    uses = {exercise["label"]: exercise["uses"] for _, exercise in PLANNED}
+    variants = PLAN["variants"]
+    assert [len(variant["sessions"]) for variant in variants] == [1, 2]
+    for variant in variants:
+        known: set[int] = set()
+        for session in variant["sessions"]:
+            minutes = sum(block["minutes"] for block in session["blocks"])
+            assert minutes == PLAN["format"]["minutes"], (variant["name"], minutes)
+            assert {block["kind"] for block in session["blocks"]} <= set(
+                course_plan.KINDS
+            )
+            known |= set(session["reading"]) | set(session["chapters"])
+            assert known <= set(CHAPTERS), sorted(known - set(CHAPTERS))
+            for label in session["lab"]:
+                missing = set(uses[label]) - known
+                assert not missing, (variant["name"], label, sorted(missing))
 
 
 def test_the_instructors_page_renders_every_part_once():

@@ -362,14 +362,36 @@ class CoursePlan(SphinxDirective):
         ]
 
     def render_variants(self) -> list[nodes.Node]:
-        return [
-            self.bullets(
-                [
-                    f"**{variant['name']}**: {variant['plan']}"
-                    for variant in self.plan["variants"]
-                ]
+        found: list[nodes.Node] = []
+        for variant in self.plan["variants"]:
+            found.append(self.para(f"**{variant['name']}**. {variant['summary']}"))
+            rows = []
+            for number, session in enumerate(variant["sessions"], start=1):
+                minutes = sum(self.chapter_minutes(n) for n in session["reading"])
+                reading = self.chapter_numbers(session["reading"])
+                outline = "; ".join(
+                    f"{KINDS[block['kind']].lower()} {block['minutes']} min "
+                    f"({block['topic']})"
+                    for block in session["blocks"]
+                )
+                total = sum(block["minutes"] for block in session["blocks"])
+                lab = ", ".join(self.exercise(label) for label in session["lab"])
+                rows.append(
+                    [
+                        f"{number}. {session['title']}",
+                        f"{reading} (about {minutes} min)",
+                        f"{outline}: {total} min",
+                        lab,
+                    ]
+                )
+            found.append(
+                self.table(
+                    ["session", "reading before", "outline", "lab"],
+                    rows,
+                    [18, 18, 46, 18],
+                )
             )
-        ]
+        return found
 
 
 def setup(app):
