@@ -315,3 +315,6 @@ def test_reading_minutes_are_words_at_200_a_minute(tmp_path):
     assert course_plan.reading_minutes(course_plan.markdown_words(path)) == 1
     assert course_plan.chapter_title(path) == "A title"
     assert course_plan.chapter_files(tmp_path) == {1: path}
+    assert course_plan.exercise_name("ch10-ex3") == "Exercise 10.3"
+    with pytest.raises(ValueError, match="label"):
+        course_plan.exercise_name("ch10.3")

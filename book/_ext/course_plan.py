@@ -99,12 +99,17 @@ def load_plan(path: Path = PLAN) -> dict[str, Any]:
     return plan
 
 
-def exercise_name(label: str) -> str:
-    """``ch4-ex2`` -> ``Exercise 4.2``, as the book numbers its exercises."""
+def exercise_number(label: str) -> str:
+    """``ch4-ex2`` -> ``4.2``, as the book numbers its exercises."""
     match = LABEL.match(label)
     if match is None:
         raise ValueError(f"label must look like 'chN-exM', got {label!r}")
-    return f"Exercise {match['chapter']}.{match['number']}"
+    return f"{match['chapter']}.{match['number']}"
+
+
+def exercise_name(label: str) -> str:
+    """``ch4-ex2`` -> ``Exercise 4.2``."""
+    return f"Exercise {exercise_number(label)}"
 
 
 def clock(minute: int) -> str:
@@ -220,8 +225,8 @@ class CoursePlan(SphinxDirective):
                     f"{session['number']}. {session['title']}",
                     chapters,
                     f"{minutes} min",
-                    ", ".join(exercise_name(label)[9:] for label in lab),
-                    ", ".join(exercise_name(label)[9:] for label in home),
+                    ", ".join(exercise_number(label) for label in lab),
+                    ", ".join(exercise_number(label) for label in home),
                 ]
             )
         form = self.plan["format"]
