@@ -324,46 +324,8 @@ def test_make_book_installs_the_site_without_the_student_edition():
     assert targets["unit"] == targets["site"] == targets["notebooks"] == "TEST"
 
 
-# -- the instructors' page ------------------------------------------------------------
-
-ROW = re.compile(
-    r"^\| (?P<session>\d+)(?: \((?P<minutes>\d+) min\))? "  # 1 (90 min), or 1
-    r"\| \[[^\]]+\]\((?P<page>[^)]+)\) "  # [title](NN_slug.ipynb)
-    r"\| (?P<lecture>\d+) \| (?P<lab>\d+) \| (?P<exercises>\d+) \|",
-    re.MULTILINE,
-)
-
-
-def course_plan() -> list[re.Match]:
-    return list(ROW.finditer((ROOT / "book" / "instructors.md").read_text()))
-
-
-def test_course_plan_lists_every_chapter_once():
-    planned = [row.group("page") for row in course_plan()]
-    assert len(planned) == len(set(planned))
-    assert sorted(planned) == sorted(p.name for p in CHAPTERS)
-
-
-def test_course_plan_sessions_add_up():
-    sessions: dict[int, dict[str, int]] = {}
-    for row in course_plan():
-        session = sessions.setdefault(
-            int(row.group("session")), {"declared": 0, "sum": 0}
-        )
-        if row.group("minutes"):
-            session["declared"] = int(row.group("minutes"))
-        session["sum"] += int(row.group("lecture")) + int(row.group("lab"))
-    assert sessions
-    for number, session in sessions.items():
-        assert session["sum"] == session["declared"], (number, session)
-
-
-def test_course_plan_exercise_counts_match_the_chapters():
-    for row in course_plan():
-        notebook = nbformat.read(ROOT / "book" / row.group("page"), as_version=4)
-        assert int(row.group("exercises")) == len(exercises(notebook)), row.group(
-            "page"
-        )
+# -- the documents ------------------------------------------------------------------
+# (the course plan on the instructors' page: tests/test_course_plan.py)
 
 
 def test_every_make_target_the_docs_mention_exists():

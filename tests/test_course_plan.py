@@ -1,0 +1,320 @@
+"""The course plan (book/course/plan.yml) adds up and agrees with the chapters.
+
+- Every numbered chapter is taught exactly once, in order, and read before the
+  session that teaches it; each session's blocks sum to its stated minutes.
+- Every exercise of every chapter is planned exactly once, as a lab or as
+  homework, in the session that teaches its chapter; the chapters it ``uses`` are
+  taught in that session or earlier, and every chapter its cells point to (a link
+  to ``NN_*.ipynb`` or the words "chapter N") is among them.
+- Readings and citations are keys of book/references.bib, the slide decks the
+  plan names exist, the demos name real sections, and the reading time is the
+  chapters' Markdown words at 200 words a minute.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BOOK = ROOT / "book"
+sys.path.insert(0, str(BOOK / "_ext"))
+
+import course_plan  # noqa: E402
+
+PLAN = course_plan.load_plan(BOOK / "course" / "plan.yml")
+SESSIONS = PLAN["sessions"]
+CHAPTERS = course_plan.chapter_files(BOOK)
+EXERCISE = re.compile(r"```\{exercise\}[^\n]*\n:label: (?P<label>ch\d+-ex\d+)")
+SOLUTION_END = re.compile(r"```\{solution-end\}")
+LINK = re.compile(r"\]\((?P<chapter>\d{2})_[\w-]+\.ipynb")
+NAMED = re.compile(r"\b[Cc]hapter (?P<chapter>\d+)\b")
+CITATION = re.compile(r"\{cite(?::[pt])?\}`([\w:.-]+(?:,\s*[\w:.-]+)*)`")
+
+
+def exercise_cells(path: Path) -> dict[str, list]:
+    """Each exercise of a chapter: its label and its cells (the question, the
+    solution's start, its cells, and the solution's end)."""
+    cells = nbformat.read(path, as_version=4).cells
+    found = {}
+    for index, cell in enumerate(cells):
+        match = EXERCISE.search(cell.source) if cell.cell_type == "markdown" else None
+        if match is None:
+            continue
+        end = next(
+            (
+                k
+                for k in range(index, len(cells))
+                if SOLUTION_END.search(cells[k].source)
+            ),
+            len(cells) - 1,
+        )
+        found[match["label"]] = cells[index : end + 1]
+    return found
+
+
+def chapter_exercises(path: Path) -> dict[str, str]:
+    """Each exercise of a chapter: its label and the text of its cells."""
+    return {
+        label: "\n".join(cell.source for cell in cells)
+        for label, cells in exercise_cells(path).items()
+    }
+
+
+EXERCISES = {number: chapter_exercises(path) for number, path in CHAPTERS.items()}
+PLANNED = [
+    (session["number"], exercise)
+    for session in SESSIONS
+    for exercise in session["exercises"]
+]
+
+
+def session_of_chapter() -> dict[int, int]:
+    return {n: session["number"] for session in SESSIONS for n in session["chapters"]}
+
+
+def strings(value: object) -> list[str]:
+    """Every text of the plan (its comments are not read)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return [text for item in value for text in strings(item)]
+    return []
+
+
+def bib_keys() -> set[str]:
+    text = (BOOK / "references.bib").read_text()
+    return set(re.findall(r"^@\w+\{([^,\s]+),", text, flags=re.MULTILINE))
+
+
+def test_the_plan_has_four_sessions_numbered_in_order():
+    assert PLAN["format"]["sessions"] == len(SESSIONS) == 4
+    assert [session["number"] for session in SESSIONS] == [1, 2, 3, 4]
+
+
+def test_every_chapter_is_taught_exactly_once_and_in_order():
+    taught = [n for session in SESSIONS for n in session["chapters"]]
+    assert taught == sorted(CHAPTERS), (taught, sorted(CHAPTERS))
+    assert len(CHAPTERS) == 10, sorted(CHAPTERS)
+
+
+def test_each_chapter_is_read_before_the_session_that_teaches_it():
+    for session in SESSIONS:
+        assert session["reading"] == session["chapters"], session["number"]
+
+
+@pytest.mark.parametrize("session", SESSIONS, ids=lambda s: f"session-{s['number']}")
+def test_the_blocks_sum_to_the_sessions_minutes(session):
+    minutes = [block["minutes"] for block in session["blocks"]]
+    assert all(isinstance(m, int) and m > 0 for m in minutes), minutes
+    assert sum(minutes) == PLAN["format"]["minutes"] == 90, minutes
+    kinds = [block["kind"] for block in session["blocks"]]
+    assert set(kinds) <= set(course_plan.KINDS), kinds
+    assert {"lecture", "demo", "lab", "discussion"} <= set(kinds), kinds
+
+
+def test_every_exercise_is_planned_exactly_once_as_lab_or_homework():
+    labels = [exercise["label"] for _, exercise in PLANNED]
+    assert len(labels) == len(set(labels)), sorted(
+        label for label in labels if labels.count(label) > 1
+    )
+    existing = {label for found in EXERCISES.values() for label in found}
+    assert set(labels) == existing, (
+        f"planned but not in a chapter: {sorted(set(labels) - existing)}; "
+        f"in a chapter but not planned: {sorted(existing - set(labels))}"
+    )
+    assert {exercise["as"] for _, exercise in PLANNED} <= {"lab", "homework"}
+    for session in SESSIONS:
+        assert any(e["as"] == "lab" for e in session["exercises"]), session["number"]
+
+
+def test_an_exercise_is_set_in_the_session_of_its_chapter():
+    teaches = session_of_chapter()
+    for number, exercise in PLANNED:
+        chapter = int(re.match(r"ch(\d+)-", exercise["label"])[1])
+        assert teaches.get(chapter) == number, (exercise["label"], number)
+
+
+def test_what_an_exercise_uses_is_taught_no_later():
+    teaches = session_of_chapter()
+    for number, exercise in PLANNED:
+        label, uses = exercise["label"], exercise["uses"]
+        chapter = int(re.match(r"ch(\d+)-", label)[1])
+        assert chapter in uses, f"{label}: uses must name its own chapter"
+        for used in uses:
+            assert used in teaches, f"{label} uses chapter {used}, which is not taught"
+            assert teaches[used] <= number, (
+                f"{label} (session {number}) uses chapter {used}, taught in session "
+                f"{teaches[used]}"
+            )
+
+
+def test_every_chapter_an_exercise_points_to_is_in_its_uses():
+    uses = {exercise["label"]: set(exercise["uses"]) for _, exercise in PLANNED}
+    for found in EXERCISES.values():
+        for label, text in found.items():
+            pointed = {int(m["chapter"]) for m in LINK.finditer(text)}
+            pointed |= {int(m["chapter"]) for m in NAMED.finditer(text)}
+            missing = pointed - uses.get(label, set())
+            assert not missing, f"{label} points to chapters {sorted(missing)}"
+
+
+def test_readings_and_citations_are_keys_of_the_bibliography():
+    keys = bib_keys()
+    for session in SESSIONS:
+        assert 2 <= len(session["readings"]), session["number"]
+        for key in session["readings"]:
+            assert key in keys, f"session {session['number']} reads unknown {key!r}"
+    for cited in CITATION.findall(" ".join(strings(PLAN))):
+        for key in cited.split(","):
+            assert key.strip() in keys, f"plan.yml cites unknown {key!r}"
+    # the pointer for the training basics chapters 9 and 10 need
+    training = " ".join(need["pointer"] for need in PLAN["prerequisites"])
+    assert "zhang2023d2l" in training and "loshchilov2019adamw" in training
+
+
+def test_every_work_the_plan_cites_is_cited_in_a_page_too():
+    # The bibliography lists every cited work, and its browser test counts the
+    # works cited in the pages' sources; a work cited only in the plan would be
+    # listed without being counted there.
+    sources = sorted(BOOK.glob("*.md")) + sorted(BOOK.glob("*.ipynb"))
+    cited = {
+        key.strip()
+        for path in sources
+        for keys in CITATION.findall(path.read_text())
+        for key in keys.split(",")
+    }
+    in_plan = {
+        key.strip()
+        for keys in CITATION.findall(" ".join(strings(PLAN)))
+        for key in keys.split(",")
+    }
+    in_plan |= {key for session in SESSIONS for key in session["readings"]}
+    assert in_plan <= cited, sorted(in_plan - cited)
+
+
+def test_discussion_questions_say_what_a_good_answer_contains():
+    for session in SESSIONS:
+        assert 3 <= len(session["discussion"]) <= 4, session["number"]
+        for item in session["discussion"]:
+            assert item["question"].strip().endswith("?"), item["question"]
+            assert len(item["good_answer"].split()) >= 15, item["question"]
+
+
+def test_each_demo_names_a_section_of_a_chapter_of_its_session():
+    def plain(text: str) -> str:
+        return re.sub(r"[$`]", "", text).strip()
+
+    for session in SESSIONS:
+        assert session["demo"], session["number"]
+        for demo in session["demo"]:
+            assert demo["chapter"] in session["chapters"], demo
+            notebook = nbformat.read(CHAPTERS[demo["chapter"]], as_version=4)
+            headings = {
+                plain(line.lstrip("#"))
+                for cell in notebook.cells
+                if cell.cell_type == "markdown"
+                for line in cell.source.splitlines()
+                if line.startswith("#")
+            }
+            assert plain(demo["section"]) in headings, (
+                demo["chapter"],
+                demo["section"],
+            )
+
+
+def test_the_slide_decks_the_plan_names_exist():
+    for session in SESSIONS:
+        deck = session["slides"]
+        assert deck == f"book/slides/session-{session['number']}.md", deck
+        assert (ROOT / deck).is_file(), f"{deck} is missing"
+
+
+def test_written_answers_cover_every_exercise_whose_solution_is_prose():
+    listed = [item["label"] for item in PLAN["written_answers"]["applies_to"]]
+    assert len(listed) == len(set(listed))
+    planned = {exercise["label"] for _, exercise in PLANNED}
+    assert set(listed) <= planned, sorted(set(listed) - planned)
+    prose = {
+        label
+        for number in CHAPTERS
+        for label, cells in exercise_cells(CHAPTERS[number]).items()
+        if any(cell.cell_type == "markdown" for cell in cells[2:-1])
+    }
+    unmarked = sorted(prose - set(listed))
+    assert not unmarked, f"worked answers without a rubric: {unmarked}"
+    points = [level["points"] for level in PLAN["written_answers"]["levels"]]
+    assert points == sorted(points, reverse=True) and points[-1] == 0, points
+
+
+def test_the_project_rubric_adds_up():
+    rubric = PLAN["project"]["rubric"]
+    levels = rubric["levels"]
+    for criterion in rubric["criteria"]:
+        assert len(criterion["points"]) == len(criterion["levels"]) == len(levels)
+        assert criterion["points"] == sorted(criterion["points"], reverse=True)
+    assert sum(criterion["points"][0] for criterion in rubric["criteria"]) == 100
+    assert PLAN["project"]["launched"] in [session["number"] for session in SESSIONS]
+    text = " ".join(PLAN["project"]["deliverables"])
+    assert "python -m relpos.book.experiments" in text and "register_attention" in text
+
+
+def test_the_variants_are_a_one_and_a_two_session_plan_that_add_up():
+    uses = {exercise["label"]: exercise["uses"] for _, exercise in PLANNED}
+    variants = PLAN["variants"]
+    assert [len(variant["sessions"]) for variant in variants] == [1, 2]
+    for variant in variants:
+        known: set[int] = set()
+        for session in variant["sessions"]:
+            minutes = sum(block["minutes"] for block in session["blocks"])
+            assert minutes == PLAN["format"]["minutes"], (variant["name"], minutes)
+            assert {block["kind"] for block in session["blocks"]} <= set(
+                course_plan.KINDS
+            )
+            known |= set(session["reading"]) | set(session["chapters"])
+            assert known <= set(CHAPTERS), sorted(known - set(CHAPTERS))
+            for label in session["lab"]:
+                missing = set(uses[label]) - known
+                assert not missing, (variant["name"], label, sorted(missing))
+
+
+def test_the_instructors_page_renders_every_part_once():
+    page = (BOOK / "instructors.md").read_text()
+    for part in course_plan.PARTS:
+        assert page.count(f"```{{course-plan}} {part}\n") == 1, part
+    for heading in ("## Graded assignments", "## Slides", "## The print edition"):
+        assert page.count(f"\n{heading}\n") == 1, heading
+    # the plan is the one source: no hand-typed session table on the page
+    assert not re.search(r"^\| \d+ \(\d+ min\)", page, flags=re.MULTILINE)
+
+
+def test_reading_minutes_are_words_at_200_a_minute(tmp_path):
+    assert course_plan.WORDS_PER_MINUTE == 200
+    assert course_plan.reading_minutes(0) == 0
+    assert course_plan.reading_minutes(200) == 1
+    assert course_plan.reading_minutes(201) == 2
+    assert course_plan.reading_minutes(1000, words_per_minute=250) == 4
+    with pytest.raises(ValueError, match="words"):
+        course_plan.reading_minutes(-1)
+    notebook = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell("# A title\n\nThree more words."),
+            nbformat.v4.new_code_cell("these code words are not read " * 100),
+            nbformat.v4.new_markdown_cell("one two\nthree"),
+        ]
+    )
+    path = tmp_path / "01_tiny.ipynb"
+    nbformat.write(notebook, path)
+    assert course_plan.markdown_words(path) == 8
+    assert course_plan.reading_minutes(course_plan.markdown_words(path)) == 1
+    assert course_plan.chapter_title(path) == "A title"
+    assert course_plan.chapter_files(tmp_path) == {1: path}
+    assert course_plan.exercise_name("ch10-ex3") == "Exercise 10.3"
+    with pytest.raises(ValueError, match="label"):
+        course_plan.exercise_name("ch10.3")
