@@ -1,9 +1,10 @@
 """The grading cycle (make assignments): nbgrader grades the chapters' problem sets.
 
 The course is built from the book (tools/assignments.py: the source notebooks and
-nbgrader's generate_assignment), then three students hand in every chapter and
-one ``nbgrader autograde`` call grades them all, and ``generate_feedback`` writes
-their feedback:
+nbgrader's generate_assignment), then three students hand in every chapter; one
+``nbgrader autograde`` call grades all of a student's chapters and
+``generate_feedback`` writes their feedback (the three students at the same time,
+each in a copy of the course):
 
 - ``reference``: the book's own solutions, which earn every autograded point;
 - ``untouched``: the release as handed out, which earns none;
@@ -18,6 +19,7 @@ import html
 import re
 import shutil
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -103,45 +105,62 @@ def feedback_text(path: Path) -> str:
     return html.unescape(re.sub(r"\x1b\[[0-9;]*m", "", text))
 
 
-@pytest.fixture(scope="module")
-def course(tmp_path_factory) -> Path:
-    """The course, built and graded: three students, every chapter."""
-    course = tmp_path_factory.mktemp("grading") / "course"
-    released = assignments.write_course(course, BOOK)
-    wrong_by_chapter = {chapter_of(label): label for label in WRONG}
-    for path in released:
-        name = path.parent.name
-        source = nbformat.read(course / "source" / name / path.name, as_version=4)
-        submissions = {
-            "reference": source,
-            "untouched": nbformat.read(path, as_version=4),
-        }
-        if name in wrong_by_chapter:  # else test_every_chapter_has_a_typical_mistake
-            copy = nbformat.from_dict(source)
-            submissions["mistaken"] = mistaken(copy, wrong_by_chapter[name])
-        for student, notebook in submissions.items():
-            target = course / "submitted" / student / name / path.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            nbformat.write(notebook, target)
+STUDENTS = ("reference", "untouched", "mistaken")
+
+
+def grade(course: Path) -> Path:
+    """One student's course, autograded (every chapter at once) and fed back."""
     assignments.nbgrader(course, "autograde", "*")
     assignments.nbgrader(course, "generate_feedback", "*")
     return course
 
 
 @pytest.fixture(scope="module")
-def scores(course) -> dict[tuple[str, str], tuple[float, float, float]]:
+def courses(tmp_path_factory) -> dict[str, Path]:
+    """``student -> their copy of the course``, graded. Each student has a copy (and
+    gradebook) of their own, so the three are graded at the same time."""
+    root = tmp_path_factory.mktemp("grading")
+    released = assignments.write_course(root / "course", BOOK)
+    courses = {s: shutil.copytree(root / "course", root / s) for s in STUDENTS}
+    wrong_by_chapter = {chapter_of(label): label for label in WRONG}
+    for path in released:
+        name = path.parent.name
+        source = nbformat.read(root / "course" / "source" / name / path.name, 4)
+        submissions = {"reference": source, "untouched": nbformat.read(path, 4)}
+        if name in wrong_by_chapter:  # else test_every_chapter_has_a_typical_mistake
+            copy = nbformat.from_dict(source)
+            submissions["mistaken"] = mistaken(copy, wrong_by_chapter[name])
+        for student, notebook in submissions.items():
+            target = courses[student] / "submitted" / student / name / path.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(notebook, target)
+    with ThreadPoolExecutor(len(STUDENTS)) as pool:
+        list(pool.map(grade, courses.values()))
+    return courses
+
+
+@pytest.fixture(scope="module")
+def course(courses) -> Path:
+    """The course as built (source and release), before anyone hands in."""
+    return courses["reference"]
+
+
+@pytest.fixture(scope="module")
+def scores(courses) -> dict[tuple[str, str], tuple[float, float, float]]:
     """``(student, chapter) -> (autograded score, its maximum, total score)``."""
     from nbgrader.api import Gradebook
 
     result = {}
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "relpos") as book:
-        for assignment in book.assignments:
-            for submission in assignment.submissions:
-                result[(submission.student.id, assignment.name)] = (
-                    submission.code_score,
-                    submission.max_code_score,
-                    submission.score,
-                )
+    for student, course in courses.items():
+        url = f"sqlite:///{course / 'gradebook.db'}"
+        with Gradebook(url, "relpos") as book:
+            for assignment in book.assignments:
+                for submission in assignment.submissions:
+                    result[(student, assignment.name)] = (
+                        submission.code_score,
+                        submission.max_code_score,
+                        submission.score,
+                    )
     return result
 
 
@@ -182,7 +201,8 @@ def test_the_untouched_release_earns_nothing(course, scores) -> None:
         assert scores[("untouched", name)][0::2] == (0, 0), name
 
 
-def test_a_typical_mistake_loses_its_points_with_the_hint(course, scores) -> None:
+def test_a_typical_mistake_loses_its_points_with_the_hint(courses, scores) -> None:
+    course = courses["mistaken"]
     built = chapters(course)
     for label, (_, _, hint) in WRONG.items():
         name = chapter_of(label)
