@@ -169,11 +169,13 @@ def chapters(course: Path) -> list[str]:
 
 
 def test_every_check_has_points() -> None:
-    assert set(labels()) <= set(GRADING)
+    missing = sorted(set(labels()) - set(GRADING))
+    assert not missing, f"no points in grading.GRADING for {missing}"
 
 
 def test_every_chapter_has_a_typical_mistake(course) -> None:
-    assert sorted({chapter_of(label) for label in WRONG}) == chapters(course)
+    covered = sorted({chapter_of(label) for label in WRONG})
+    assert covered == chapters(course), "WRONG needs one mistake per chapter"
 
 
 def test_the_release_hides_its_hidden_tests(course) -> None:

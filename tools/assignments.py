@@ -33,6 +33,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,7 +89,7 @@ def problem_set(notebook: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
 
 
 def _meta(grade_id: str, **flags: object) -> dict:
-    """nbgrader's cell metadata (schema 3); ``flags``: solution, grade, locked, points."""
+    """nbgrader's cell metadata (schema 3); ``flags``: solution, grade, locked..."""
     meta = {"grade": False, "locked": False, "solution": False, "task": False}
     meta.update(flags, grade_id=grade_id, schema_version=3)
     return {"nbgrader": meta}
@@ -148,7 +149,7 @@ class _Builder:
         if self.label in self.written:  # a second paragraph of the same reasoning
             self.written[self.label].source += "\n\n" + text
             return
-        prompt = nbformat.v4.new_markdown_cell(
+        prompt = _wrapped(
             f"**Written answer ({WRITTEN_POINTS} points, graded by hand).** In the "
             "cell below, say in words how you reach your answer, from the chapter's "
             "definitions."
@@ -208,6 +209,13 @@ class _Builder:
                 )
 
 
+def _wrapped(*paragraphs: str) -> nbformat.NotebookNode:
+    """A Markdown cell whose paragraphs are wrapped at 88 characters."""
+    return nbformat.v4.new_markdown_cell(
+        "".join(p if "\n" in p else textwrap.fill(p, 88) for p in paragraphs)
+    )
+
+
 def _title(notebook: nbformat.NotebookNode) -> str:
     for cell in notebook.cells:
         found = re.search(r"^#\s+(.+)$", cell.source, re.MULTILINE)
@@ -241,8 +249,8 @@ def assignment_notebook(
         for c in e.tests
     )
     by_hand = WRITTEN_POINTS * len(builder.written)
-    header = nbformat.v4.new_markdown_cell(
-        f"# Problem set {number}: {_title(notebook)}\n\n"
+    header = _wrapped(
+        f"# Problem set {number}: {_title(notebook)}\n\n",
         f"{autograded + by_hand:g} points: {autograded:g} from the graded checks, "
         f"{by_hand:g} from written answers graded by hand. Run the two cells below "
         "first. In each exercise, replace `raise NotImplementedError()` with your "
