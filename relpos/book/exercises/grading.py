@@ -74,7 +74,7 @@ GRADING: dict[str, Grading] = {
     "ch9-ex2": _hidden(1, "a table of training sizes"),
     "ch10-ex1": _hidden(1, "a table of test lengths"),
     "ch10-ex2": _visible(4, "a scheme builder and its trained run"),
-    "ch10-ex3": _visible(2, "an answer computed from the trained results"),
+    "ch10-ex3": _hidden(1, "a table of accuracy differences"),
 }
 
 
