@@ -68,7 +68,7 @@ WRONG: dict[str, tuple[str, str, str]] = {
     "ch9-ex2": (
         'and r["length"] == L',
         'and r["length"] == max(sweep["config"]["test_lengths"])',
-        "test length",
+        "those are the sizes at test length",
     ),
     "ch10-ex1": (
         "first_untrained[scheme] = found[0] if found else None",
