@@ -151,8 +151,8 @@ class _Builder:
             return
         prompt = _wrapped(
             f"**Written answer ({WRITTEN_POINTS} points, graded by hand).** In the "
-            "cell below, say in words how you reach your answer, from the chapter's "
-            "definitions."
+            "cell below, explain your answer in words: how you reach it, from the "
+            "chapter's definitions or results, and what it shows."
         )
         self.locked(prompt, f"{self.label}-prompt")
         answer = nbformat.v4.new_markdown_cell(text)
