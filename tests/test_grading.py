@@ -178,18 +178,23 @@ def test_every_chapter_has_a_typical_mistake(course) -> None:
     assert covered == chapters(course), "WRONG needs one mistake per chapter"
 
 
+def code(path: Path) -> str:
+    """The code cells of a notebook, one text."""
+    notebook = nbformat.read(path, as_version=4)
+    return "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+
+
 def test_the_release_hides_its_hidden_tests(course) -> None:
     for name in chapters(course):
-        release = (course / "release" / name / f"{name}.ipynb").read_text()
-        source = (course / "source" / name / f"{name}.ipynb").read_text()
+        release = code(course / "release" / name / f"{name}.ipynb")
+        source = code(course / "source" / name / f"{name}.ipynb")
         assert "BEGIN SOLUTION" not in release and "HIDDEN TESTS" not in release
-        hidden = [
-            label for label in re.findall(r'check\(\\"(ch\d+-ex\d+)\\"', source)
-            if grading(label).hidden
-        ]
-        for label in hidden:
-            assert f'answered(\\"{label}\\"' in release
-            assert f'check(\\"{label}\\"' not in release
+        checked = re.findall(r'check\("(ch\d+-ex\d+)"', source)
+        assert checked, name
+        for label in checked:
+            hidden = grading(label).hidden
+            assert (f'check("{label}"' in release) is not hidden, label
+            assert (f'answered("{label}"' in release) is hidden, label
 
 
 def test_the_reference_solutions_earn_every_autograded_point(course, scores) -> None:
