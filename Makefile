@@ -102,6 +102,14 @@ sweeps: $(TEST_ENV)
 student: $(STUDENT_ENV)
 	$(BIN)/python tools/student_edition.py _build/student
 
+# The graded assignments: an nbgrader course in _build/course, one problem set per
+# chapter (source/: solutions, points, hidden tests; release/: what students get,
+# written by nbgrader generate_assignment). Grading runs the problem sets, so it
+# installs the site extra too (book, transformers); book/instructors.md grades.
+.PHONY: assignments
+assignments: $(SITE_ENV) $(STUDENT_ENV)
+	$(BIN)/python tools/assignments.py _build/course
+
 # The print edition: the whole book as one PDF, printed by headless Chromium
 # (Debian: apt-get install chromium) from the single-page build.
 pdf: $(SITE_ENV)

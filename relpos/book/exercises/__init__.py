@@ -16,6 +16,10 @@ One module per chapter (``ch01.py``, ``ch02.py``, ...) holds that chapter's
 checks; each registers itself with ``@exercise("chN-exM")``, and every such
 module in this package is imported here, so a new chapter adds a module and
 touches nothing else.
+
+The graded assignments (``make assignments``) read each exercise's points and
+whether its test is hidden from ``grading.GRADING``; ``answered(label, ...)`` is
+the visible half of a hidden test.
 """
 
 from __future__ import annotations
@@ -29,4 +33,6 @@ for _module in pkgutil.iter_modules(__path__):
     if _module.name.startswith("ch"):
         importlib.import_module(f"{__name__}.{_module.name}")
 
-__all__ = ["ExerciseError", "check", "exercise", "labels"]
+from .grading import answered  # noqa: E402 (after the checks it looks up)
+
+__all__ = ["ExerciseError", "answered", "check", "exercise", "labels"]

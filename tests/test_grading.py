@@ -1,0 +1,222 @@
+"""The grading cycle (make assignments): nbgrader grades the chapters' problem sets.
+
+The course is built from the book (tools/assignments.py: the source notebooks and
+nbgrader's generate_assignment), then three students hand in every chapter; one
+``nbgrader autograde`` call grades all of a student's chapters and
+``generate_feedback`` writes their feedback (the three students at the same time,
+each in a copy of the course):
+
+- ``reference``: the book's own solutions, which earn every autograded point;
+- ``untouched``: the release as handed out, which earns none;
+- ``mistaken``: the reference with one typical wrong answer per chapter (WRONG,
+  taken from the usual mistakes of tests/test_exercises*.py), which loses that
+  exercise's points and nothing else, with the check's hint in the feedback.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import shutil
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import assignments  # noqa: E402
+
+from relpos.book.exercises import labels  # noqa: E402
+from relpos.book.exercises.grading import GRADING, grading  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+BOOK = ROOT / "book"
+
+# label -> (a line of the reference solution, the mistake put in its place, a
+# fragment of the hint the check gives). One per chapter.
+WRONG: dict[str, tuple[str, str, str]] = {
+    "ch1-ex1": (
+        "return positions[:, None] - positions[None, :]",
+        "return positions[None, :] - positions[:, None]",
+        "j - i",
+    ),
+    "ch2-ex3": (
+        "rows_used = delta_symmetric(r, 4).unique().numel()",
+        "rows_used = 2 * 4",
+        "2k is DeBERTa",
+    ),
+    "ch3-ex1": ("return min(2 * n - 1, 2 * k)", "return 2 * n - 1", "caps the rows"),
+    "ch4-ex1": ("Pk[index]", "Pk[index.T]", "delta(j, i)"),
+    "ch5-ex3": (
+        "rows = distance.clamp(-self.k, self.k - 1) + self.k",
+        "rows = distance + self.k",
+        "clip i - j",
+    ),
+    "ch6-ex1": ("last_row = (n - k + 1) * (n - k + 2) // 2", "last_row = row_zero",
+                "also collects distance k - 1"),
+    "ch7-ex1": ("torch.ceil(", "torch.floor(", "round up"),
+    "ch8-ex1": (
+        "return torch.tensor(geometric(closest) + extra, dtype=torch.float64)",
+        "return torch.tensor(geometric(num_heads), dtype=torch.float64)",
+        "is not a power of two",
+    ),
+    "ch9-ex2": (
+        'and r["length"] == L',
+        'and r["length"] == max(sweep["config"]["test_lengths"])',
+        "those are the sizes at test length",
+    ),
+    "ch10-ex1": (
+        "first_untrained[scheme] = found[0] if found else None",
+        "first_untrained[scheme] = found[0] if found else longer[0]",
+        "is not what coverage predicts",
+    ),
+}
+
+
+def chapter_of(label: str) -> str:
+    """``"ch02"`` for ``"ch2-ex3"``."""
+    chapter = int(re.match(r"ch(\d+)-", label).group(1))
+    return f"ch{chapter:02d}"
+
+
+def mistaken(notebook: nbformat.NotebookNode, label: str) -> nbformat.NotebookNode:
+    """``notebook`` with WRONG[label]'s mistake in that exercise's solution cell."""
+    right, wrong, _ = WRONG[label]
+    cells = [
+        cell
+        for cell in notebook.cells
+        if cell.metadata.get("nbgrader", {}).get("grade_id", "").startswith(label + "-")
+        and cell.metadata["nbgrader"]["solution"]
+        and right in cell.source
+    ]
+    assert len(cells) == 1, f"{label}: no solution cell holds {right!r}"
+    cells[0].source = cells[0].source.replace(right, wrong)
+    return notebook
+
+
+def feedback_text(path: Path) -> str:
+    """The text of a feedback page, tags and ANSI colours out, entities decoded."""
+    text = re.sub(r"<[^>]+>", "", path.read_text())
+    return html.unescape(re.sub(r"\x1b\[[0-9;]*m", "", text))
+
+
+STUDENTS = ("reference", "untouched", "mistaken")
+
+
+def grade(course: Path) -> Path:
+    """One student's course, autograded (every chapter at once) and fed back."""
+    assignments.nbgrader(course, "autograde", "*")
+    assignments.nbgrader(course, "generate_feedback", "*")
+    return course
+
+
+@pytest.fixture(scope="module")
+def courses(tmp_path_factory) -> dict[str, Path]:
+    """``student -> their copy of the course``, graded. Each student has a copy (and
+    gradebook) of their own, so the three are graded at the same time."""
+    root = tmp_path_factory.mktemp("grading")
+    released = assignments.write_course(root / "course", BOOK)
+    courses = {s: shutil.copytree(root / "course", root / s) for s in STUDENTS}
+    wrong_by_chapter = {chapter_of(label): label for label in WRONG}
+    for path in released:
+        name = path.parent.name
+        source = nbformat.read(root / "course" / "source" / name / path.name, 4)
+        submissions = {"reference": source, "untouched": nbformat.read(path, 4)}
+        if name in wrong_by_chapter:  # else test_every_chapter_has_a_typical_mistake
+            copy = nbformat.from_dict(source)
+            submissions["mistaken"] = mistaken(copy, wrong_by_chapter[name])
+        for student, notebook in submissions.items():
+            target = courses[student] / "submitted" / student / name / path.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(notebook, target)
+    with ThreadPoolExecutor(len(STUDENTS)) as pool:
+        list(pool.map(grade, courses.values()))
+    return courses
+
+
+@pytest.fixture(scope="module")
+def course(courses) -> Path:
+    """The course as built (source and release), before anyone hands in."""
+    return courses["reference"]
+
+
+@pytest.fixture(scope="module")
+def scores(courses) -> dict[tuple[str, str], tuple[float, float, float]]:
+    """``(student, chapter) -> (autograded score, its maximum, total score)``."""
+    from nbgrader.api import Gradebook
+
+    result = {}
+    for student, course in courses.items():
+        url = f"sqlite:///{course / 'gradebook.db'}"
+        with Gradebook(url, "relpos") as book:
+            for assignment in book.assignments:
+                for submission in assignment.submissions:
+                    result[(student, assignment.name)] = (
+                        submission.code_score,
+                        submission.max_code_score,
+                        submission.score,
+                    )
+    return result
+
+
+def chapters(course: Path) -> list[str]:
+    return sorted(p.name for p in (course / "release").iterdir())
+
+
+def test_every_check_has_points() -> None:
+    missing = sorted(set(labels()) - set(GRADING))
+    assert not missing, f"no points in grading.GRADING for {missing}"
+
+
+def test_every_chapter_has_a_typical_mistake(course) -> None:
+    covered = sorted({chapter_of(label) for label in WRONG})
+    assert covered == chapters(course), "WRONG needs one mistake per chapter"
+
+
+def code(path: Path) -> str:
+    """The code cells of a notebook, one text."""
+    notebook = nbformat.read(path, as_version=4)
+    return "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+
+
+def test_the_release_hides_its_hidden_tests(course) -> None:
+    for name in chapters(course):
+        release = code(course / "release" / name / f"{name}.ipynb")
+        source = code(course / "source" / name / f"{name}.ipynb")
+        assert "BEGIN SOLUTION" not in release and "HIDDEN TESTS" not in release
+        checked = re.findall(r'check\("(ch\d+-ex\d+)"', source)
+        assert checked, name
+        for label in checked:
+            hidden = grading(label).hidden
+            assert (f'check("{label}"' in release) is not hidden, label
+            assert (f'answered("{label}"' in release) is hidden, label
+
+
+def test_the_reference_solutions_earn_every_autograded_point(course, scores) -> None:
+    for name in chapters(course):
+        score, maximum, _ = scores[("reference", name)]
+        assert maximum > 0 and score == maximum, name
+
+
+def test_the_untouched_release_earns_nothing(course, scores) -> None:
+    for name in chapters(course):
+        assert scores[("untouched", name)][0::2] == (0, 0), name
+
+
+def test_a_typical_mistake_loses_its_points_with_the_hint(courses, scores) -> None:
+    course = courses["mistaken"]
+    built = chapters(course)
+    for label, (_, _, hint) in WRONG.items():
+        name = chapter_of(label)
+        if name not in built:  # test_every_chapter_has_a_typical_mistake says so
+            continue
+        score, maximum, _ = scores[("mistaken", name)]
+        assert score == maximum - grading(label).points, label
+        feedback = course / "feedback" / "mistaken" / name / f"{name}.html"
+        assert f"{label}: not yet." in feedback_text(feedback)
+        assert hint in feedback_text(feedback), label

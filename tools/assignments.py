@@ -1,0 +1,334 @@
+"""Write the graded assignments: an nbgrader course, one assignment per chapter.
+
+Usage: .venv/bin/python tools/assignments.py [COURSE] [--book DIR]
+(default COURSE: _build/course; default DIR: book)
+
+Each chapter's problem set is its setup cell (the first code cell), its imports
+cell (the second) and every cell from its ``## Exercises`` heading to the end. This
+script writes it, with nbgrader's cell metadata, to ``COURSE/source/chNN/chNN.ipynb``:
+
+- each solution's code (between ``### BEGIN SOLUTION`` and ``### END SOLUTION``) is
+  a solution cell; the ``check(...)`` after the markers becomes a locked,
+  autograded test cell worth the exercise's points
+  (``relpos.book.exercises.grading.GRADING``);
+- where that table hides the test, the test cell runs ``answered(...)`` (the
+  answers exist) and keeps ``check(...)`` between ``### BEGIN HIDDEN TESTS`` and
+  ``### END HIDDEN TESTS``, which the release leaves out and the grader runs;
+- the worked reasoning the book gives as Markdown in a solution becomes a
+  manually graded written answer (``WRITTEN_POINTS``), after a locked prompt;
+- the exercise statements, the setup and imports cells and the cells that rebuild
+  the chapter's context are locked (read-only); directives and citations read as
+  plain Markdown, as in the student edition.
+
+It writes ``COURSE/nbgrader_config.py`` and runs nbgrader's own
+``generate_assignment``, which writes the students' version to
+``COURSE/release/chNN/chNN.ipynb`` and each assignment to ``COURSE/gradebook.db``.
+book/instructors.md describes the rest of the cycle (collect, ``nbgrader
+autograde``, manual grading, ``nbgrader generate_feedback``, export).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from student_edition import (  # noqa: E402  (nbgrader's absence is reported there)
+    BEGIN,
+    BOOK,
+    END,
+    ROOT,
+    _citations,
+    _GATE,
+    _plain_markdown,
+)
+
+from relpos.book.exercises.grading import WRITTEN_POINTS, grading  # noqa: E402
+
+CHAPTERS = "[0-9][0-9]_*.ipynb"
+_LABEL = re.compile(r"ch\d+-ex\d+")
+_EXERCISES = re.compile(r"^##\s+Exercises\s*$", re.MULTILINE)
+_CHECK = re.compile(r"\bcheck\(")
+CONFIG = '''\
+"""nbgrader's configuration for the relpos course (written by tools/assignments.py)."""
+
+c = get_config()  # noqa: F821 (nbgrader defines it)
+c.CourseDirectory.course_id = "relpos"
+# A problem set runs in seconds; a cell that trains a small model may take longer.
+c.Execute.timeout = 300
+'''
+
+
+def assignment_id(chapter: Path) -> str:
+    """``"ch02"`` for ``02_delta.ipynb``."""
+    return f"ch{chapter.name[:2]}"
+
+
+def problem_set(notebook: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    """The setup cell, the imports cell and the cells from ``## Exercises`` on."""
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    start = next(
+        (
+            i
+            for i, cell in enumerate(notebook.cells)
+            if cell.cell_type == "markdown" and _EXERCISES.search(cell.source)
+        ),
+        None,
+    )
+    if start is None or len(code) < 2:
+        raise ValueError("a chapter needs a setup cell, an imports cell and Exercises")
+    return code[:2] + list(notebook.cells[start:])
+
+
+def _meta(grade_id: str, **flags: object) -> dict:
+    """nbgrader's cell metadata (schema 3); ``flags``: solution, grade, locked..."""
+    meta = {"grade": False, "locked": False, "solution": False, "task": False}
+    meta.update(flags, grade_id=grade_id, schema_version=3)
+    return {"nbgrader": meta}
+
+
+def _segments(text: str, inside: bool) -> tuple[list[tuple[bool, str, str]], bool]:
+    """A Markdown cell cut at its solution gates: ``(inside, label, text)`` pieces."""
+    pieces, position, label = [], 0, ""
+    for gate in _GATE.finditer(text):
+        pieces.append((inside, label, text[position : gate.start()]))
+        opening = gate.group("kind") == "solution-start"
+        if opening == inside:
+            raise ValueError(f"{gate.group(0).splitlines()[0]} out of order")
+        found = _LABEL.search(gate.group(0).splitlines()[0])
+        inside, position, label = opening, gate.end(), found.group(0) if found else ""
+    pieces.append((inside, label, text[position:]))
+    return [p for p in pieces if p[2].strip()], inside
+
+
+@dataclass
+class _Exercise:
+    label: str
+    tests: list[nbformat.NotebookNode] = field(default_factory=list)
+
+
+class _Builder:
+    """Turns a problem set's cells into an nbgrader source notebook, cell by cell."""
+
+    def __init__(self, citations: dict[str, str]) -> None:
+        self.citations = citations
+        self.cells: list[nbformat.NotebookNode] = []
+        self.exercises: dict[str, _Exercise] = {}
+        self.label = ""  # the exercise being read
+        self.written: dict[str, nbformat.NotebookNode] = {}
+        self.ids: set[str] = set()
+
+    def grade_id(self, name: str) -> str:
+        grade_id, n = name, 1
+        while grade_id in self.ids:
+            n += 1
+            grade_id = f"{name}-{n}"
+        self.ids.add(grade_id)
+        return grade_id
+
+    def locked(self, cell: nbformat.NotebookNode, name: str) -> None:
+        cell.metadata = _meta(self.grade_id(name), locked=True)
+        self.cells.append(cell)
+
+    def markdown(self, text: str, inside: bool) -> None:
+        text = _plain_markdown(text.strip(), self.citations)
+        if not inside:
+            found = re.search(r"\*\*Exercise (\d+)\.(\d+)\.\*\*", text)
+            if found:
+                self.label = f"ch{int(found.group(1))}-ex{int(found.group(2))}"
+            self.locked(nbformat.v4.new_markdown_cell(text), "text")
+            return
+        if self.label in self.written:  # a second paragraph of the same reasoning
+            self.written[self.label].source += "\n\n" + text
+            return
+        prompt = _wrapped(
+            f"**Written answer ({WRITTEN_POINTS} points, graded by hand).** In the "
+            "cell below, explain your answer in words: how you reach it, from the "
+            "chapter's definitions or results, and what it shows."
+        )
+        self.locked(prompt, f"{self.label}-prompt")
+        answer = nbformat.v4.new_markdown_cell(text)
+        answer.metadata = _meta(
+            self.grade_id(f"{self.label}-written"),
+            solution=True,
+            grade=True,
+            points=WRITTEN_POINTS,
+        )
+        self.written[self.label] = answer
+        self.cells.append(answer)
+
+    def solution(self, source: str) -> None:
+        cell = nbformat.v4.new_code_cell(source)
+        cell.metadata = _meta(self.grade_id(f"{self.label}-code"), solution=True)
+        self.cells.append(cell)
+
+    def test(self, source: str) -> None:
+        if grading(self.label).hidden:
+            visible = _CHECK.sub("answered(", source)
+            source = (
+                "from relpos.book.exercises import answered\n\n"
+                f"{visible}\n### BEGIN HIDDEN TESTS\n{source}\n### END HIDDEN TESTS"
+            )
+        cell = nbformat.v4.new_code_cell(source)
+        cell.metadata = _meta(
+            self.grade_id(f"{self.label}-test"), grade=True, locked=True, points=0
+        )
+        self.exercises.setdefault(self.label, _Exercise(self.label)).tests.append(cell)
+        self.cells.append(cell)
+
+    def code(self, source: str, inside: bool) -> None:
+        if not inside:
+            self.locked(nbformat.v4.new_code_cell(source), "context")
+        elif BEGIN in source:
+            lines = source.splitlines()
+            end = max(i for i, line in enumerate(lines) if END in line)
+            self.solution("\n".join(lines[: end + 1]))
+            rest = "\n".join(lines[end + 1 :]).strip()
+            if rest:
+                self.test(rest)
+        elif _CHECK.search(source):
+            self.test(source.strip())
+        else:
+            self.solution(f"{BEGIN}\n{source.strip()}\n{END}")
+
+    def points(self) -> None:
+        """Share each exercise's points among its test cells."""
+        for exercise in self.exercises.values():
+            share = grading(exercise.label).points / len(exercise.tests)
+            for cell in exercise.tests:
+                cell.metadata["nbgrader"]["points"] = (
+                    int(share) if share == int(share) else share
+                )
+
+
+def _wrapped(*paragraphs: str) -> nbformat.NotebookNode:
+    """A Markdown cell whose paragraphs are wrapped at 88 characters."""
+    return nbformat.v4.new_markdown_cell(
+        "".join(p if "\n" in p else textwrap.fill(p, 88) for p in paragraphs)
+    )
+
+
+def _title(notebook: nbformat.NotebookNode) -> str:
+    for cell in notebook.cells:
+        found = re.search(r"^#\s+(.+)$", cell.source, re.MULTILINE)
+        if cell.cell_type == "markdown" and found:
+            return found.group(1).strip()
+    return ""
+
+
+def assignment_notebook(
+    notebook: nbformat.NotebookNode, citations: dict[str, str], number: int
+) -> nbformat.NotebookNode:
+    """One chapter's problem set as an nbgrader source notebook (a new notebook)."""
+    cells = problem_set(nbformat.from_dict(notebook))
+    builder = _Builder(citations)
+    setup, imports, *rest = cells
+    inside = False
+    for cell in rest:
+        if cell.cell_type == "markdown":
+            pieces, inside = _segments(cell.source, inside)
+            for piece_inside, label, text in pieces:
+                builder.label = label or builder.label
+                builder.markdown(text, piece_inside)
+        elif cell.cell_type == "code":
+            builder.code(cell.source, inside)
+    if inside:
+        raise ValueError("a {solution-start} without its {solution-end}")
+    builder.points()
+    autograded = sum(
+        c.metadata["nbgrader"]["points"]
+        for e in builder.exercises.values()
+        for c in e.tests
+    )
+    by_hand = WRITTEN_POINTS * len(builder.written)
+    header = _wrapped(
+        f"# Problem set {number}: {_title(notebook)}\n\n",
+        f"{autograded + by_hand:g} points: {autograded:g} from the graded checks, "
+        f"{by_hand:g} from written answers graded by hand. Run the two cells below "
+        "first. In each exercise, replace `raise NotImplementedError()` with your "
+        "code and run the check under it. Where a check says `answered`, its values "
+        "are checked when your work is graded. Leave the locked cells as they are."
+    )
+    builder.cells.insert(0, header)
+    header.metadata = _meta("header", locked=True)
+    setup_cell = nbformat.v4.new_code_cell(setup.source)
+    imports_cell = nbformat.v4.new_code_cell(imports.source)
+    setup_cell.metadata = _meta("setup", locked=True)
+    imports_cell.metadata = _meta("imports", locked=True)
+    builder.cells[1:1] = [setup_cell, imports_cell]
+    result = nbformat.v4.new_notebook(metadata=notebook.metadata)
+    result.cells = builder.cells
+    return result
+
+
+def write_source(course: Path, book: Path = BOOK) -> list[Path]:
+    """Every chapter's source notebook and nbgrader_config.py; the notebooks written."""
+    course.mkdir(parents=True, exist_ok=True)
+    (course / "nbgrader_config.py").write_text(CONFIG)
+    citations = _citations()
+    written = []
+    for chapter in sorted(book.glob(CHAPTERS)):
+        name = assignment_id(chapter)
+        try:
+            notebook = assignment_notebook(
+                nbformat.read(chapter, as_version=4), citations, int(chapter.name[:2])
+            )
+        except ValueError as error:
+            raise ValueError(f"{chapter.name}: {error}") from None
+        target = course / "source" / name / f"{name}.ipynb"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(notebook, target)
+        written.append(target)
+    return written
+
+
+def nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
+    """Run ``nbgrader ARGS`` in ``course`` (its config and gradebook), checked."""
+    # nbgrader runs alembic, from the same environment, to read the gradebook
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+    return subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args],
+        cwd=course,
+        env={**os.environ, "PATH": path},
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+
+
+def write_course(course: Path, book: Path = BOOK) -> list[Path]:
+    """The source notebooks and, by nbgrader's generate_assignment, the release."""
+    sources = write_source(course, book)
+    try:
+        nbgrader(course, "generate_assignment", "*", "--force")
+    except subprocess.CalledProcessError as error:
+        raise RuntimeError(f"nbgrader generate_assignment failed:\n{error.stderr}")
+    return [course / "release" / s.parent.name / s.name for s in sources]
+
+
+def main(argv: list[str]) -> int:
+    args = list(argv)
+    book = BOOK
+    if "--book" in args:
+        at = args.index("--book")
+        book = Path(args[at + 1])
+        del args[at : at + 2]
+    if len(args) > 1 or (args and args[0] in ("-h", "--help")):
+        print(__doc__)
+        return 2
+    course = Path(args[0]) if args else ROOT / "_build" / "course"
+    released = write_course(course, book)
+    print(f"assignments: {len(released)} problem sets in {course / 'release'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
