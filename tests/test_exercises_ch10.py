@@ -73,7 +73,7 @@ def test_ch10_ex1_compares_the_prediction_with_the_sweep() -> None:
 def test_ch10_ex1_feedback_names_the_surprise(capsys) -> None:
     check("ch10-ex1", {"tabled": 64, "clipped": None, "formula": None},
           sweep=coverage_sweep())
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())
     assert "2 of 3" in out and "formula fell" in out
 
 
@@ -121,7 +121,7 @@ def absolute_task(registered) -> tuple[Config, dict[str, Any]]:
 def test_ch10_ex2_passes_the_reference(absolute_task, capsys) -> None:
     config, run = absolute_task
     check("ch10-ex2", with_absolute, run, config=config)
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())
     assert out.startswith("ch10-ex2: correct. 100% at the training length")
     assert float(run["accuracy"]["128"]) < 0.6  # and the remark's reason holds
 
@@ -189,7 +189,7 @@ def test_ch10_ex3_passes_the_reference(sweeps, capsys) -> None:
     answer = gain_by_hand(encoder, causal, 256)
     assert answer["t5"] > 0.5 and abs(answer["deberta"]) < 0.02  # the chapter's reading
     check("ch10-ex3", answer)
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())
     assert out.startswith("ch10-ex3: correct. t5 gains most, +74 points")
     assert "shaw, deberta move less than 2 points" in out
 

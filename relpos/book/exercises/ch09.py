@@ -10,6 +10,7 @@ The data-efficiency check reads the sweep stored with the package,
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 import torch
@@ -19,6 +20,13 @@ from ._core import as_number, exercise, fail
 
 FAR_DISTANCE = 12  # the shift of the far task
 THRESHOLD = 0.9  # "solves the task": mean accuracy of at least 90%
+WIDTH = 88  # the book's column: a note is wrapped to fit it
+
+
+def fit(note: str, label: str) -> str:
+    """``note`` wrapped so that ``"<label>: correct. <note>"`` fits ``WIDTH``."""
+    prefix = f"{label}: correct. "
+    return textwrap.fill(prefix + note, WIDTH)[len(prefix):]
 
 
 def own_row_span(distance: int, *, largest: int = 256) -> int:
@@ -123,10 +131,11 @@ def far_task_with_a_wider_window(smallest_k: Any, run: Any, *, config: Any) -> s
             "that reads distance 12 directly should fit it: train for more steps"
         )
     row = int(position_index(torch.tensor(FAR_DISTANCE), max_relative_positions=16))
-    return (
+    return fit(
         f"k = {expected}; with k = 16, distance {FAR_DISTANCE} reads row {row} of "
         f"32, and the run scores {_lengths(run)}: the far task has become the "
-        "relative task."
+        "relative task.",
+        "ch9-ex1",
     )
 
 
@@ -174,9 +183,10 @@ def data_efficiency(answer: Any, *, sweep: dict[str, Any] | None = None) -> str:
     if got == expected:
         efficient = [s for s, n in expected.items() if n == min(sizes)]
         never = [s for s, n in expected.items() if n is None]
-        return (
+        return fit(
             f"at {min(sizes)} sequences only {', '.join(efficient)} "
-            f"reach 90%; {', '.join(never) or 'no scheme'} never do."
+            f"reach 90%; {', '.join(never) or 'no scheme'} never do.",
+            "ch9-ex2",
         )
     longest = max(r["length"] for r in sweep["summary"])
     if got == _fewest(sweep, "relative", longest, "mean"):
@@ -199,6 +209,7 @@ def data_efficiency(answer: Any, *, sweep: dict[str, Any] | None = None) -> str:
 
 __all__ = [
     "data_efficiency",
+    "fit",
     "far_task_with_a_wider_window",
     "own_row_span",
 ]

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from ._core import call, exercise, fail, require_callable
-from .ch09 import THRESHOLD, _accuracy_at, _check_parameters, _run_record
+from .ch09 import THRESHOLD, _accuracy_at, _check_parameters, _run_record, fit
 
 #: A fall: accuracy at least this much below the same model's at the training length.
 FALL = 0.1
@@ -100,7 +100,7 @@ def predict_from_coverage(
         )
     if missed:
         parts.append(f"{', '.join(missed)} held despite untrained entries")
-    return "; ".join(parts) + "."
+    return fit("; ".join(parts) + ".", "ch10-ex1")
 
 
 @exercise("ch10-ex2")
@@ -164,7 +164,7 @@ def absolute_positions_back(builder: Any, run: Any, *, config: Any) -> str:
             f", {100 * beyond[longest]:.0f}% at {longest}: past the training length "
             "the absolute rows are as untrained as in the absolute scheme"
         )
-    return f"{100 * at_length:.0f}% at the training length{tail}."
+    return fit(f"{100 * at_length:.0f}% at the training length{tail}.", "ch10-ex2")
 
 
 def _mean_at(
@@ -237,10 +237,11 @@ def what_the_mask_changes(
     if _close(got, expected):
         best = max(expected, key=expected.get)
         flat = [s for s, g in expected.items() if abs(g) < 0.02]
-        return (
+        return fit(
             f"{best} gains most, {100 * expected[best]:+.0f} points; "
             f"{', '.join(flat) or 'no scheme'} "
-            f"{'moves' if len(flat) == 1 else 'move'} less than 2 points."
+            f"{'moves' if len(flat) == 1 else 'move'} less than 2 points.",
+            "ch10-ex3",
         )
     if _close({s: -g for s, g in got.items()}, expected):
         fail("the signs are flipped: the gain is causal minus encoder, not the reverse")
