@@ -1,252 +1,215 @@
-"""Checks for chapter 9, where DeBERTa sits among the relative position schemes.
+"""Checks for chapter 9, relative positions at work.
 
-Shape legend:
-    ch9-ex1: a function ``num_heads -> (h,)``;
-    ch9-ex2: a function ``(rel (m,), num_buckets, max_distance) -> (m,)``;
-    ch9-ex3: a function ``(n, num_heads) -> (h, n, n)``;
-    ch9-ex4: a dict ``{scheme: test length or None}``
+The check of the "predict, then run" exercise takes the student's run record
+(an entry of ``relpos.book.experiments.compare``) and what it was built from;
+it rebuilds the model (no training) to confirm that the run belongs to that
+setting, then reads its accuracy (chapter 10's checks share these helpers).
+The data-efficiency check reads the sweep stored with the package,
+``relpos.book.results.load("sweep.json")``.
 """
 
 from __future__ import annotations
 
-import math
-from typing import Any, Callable
+import textwrap
+from typing import Any
 
 import torch
 
-from relpos.schemes import alibi_bias, alibi_slopes, relative_distances, t5_bucket
-from ._core import as_tensor, call, exercise, fail, require_callable
+from relpos.positions import position_index
+from ._core import as_number, exercise, fail
 
-#: Head counts the slopes are checked at: powers of two and others.
-ALIBI_HEADS = tuple(range(1, 17)) + (20, 24, 32, 48, 64)
-
-#: ``(num_buckets, max_distance)`` settings the buckets are checked at (T5's first).
-T5_SETTINGS = ((32, 128), (16, 64), (64, 256), (8, 20))
+FAR_DISTANCE = 12  # the shift of the far task
+THRESHOLD = 0.9  # "solves the task": mean accuracy of at least 90%
+WIDTH = 88  # the book's column: a note is wrapped to fit it
 
 
-def _naive_slopes(num_heads: int) -> torch.Tensor:
-    """``2^(-8 m / h)`` for ``m = 1 .. h``, whatever ``h``: the usual wrong answer."""
-    m = torch.arange(1, num_heads + 1, dtype=torch.float64)
-    return torch.pow(2.0, -8.0 * m / num_heads)
+def fit(note: str, label: str) -> str:
+    """``note`` wrapped so that ``"<label>: correct. <note>"`` fits ``WIDTH``."""
+    prefix = f"{label}: correct. "
+    return textwrap.fill(prefix + note, WIDTH)[len(prefix):]
 
 
-def _same(got: torch.Tensor, expected: torch.Tensor) -> bool:
-    return torch.allclose(got, expected, rtol=1e-6, atol=0.0)
+def own_row_span(distance: int, *, largest: int = 256) -> int:
+    """The smallest span ``k`` at which ``distance`` has a row no other distance reads.
+    """
+    distances = torch.arange(-4 * largest, 4 * largest + 1)  # (8 * largest + 1,)
+    for k in range(2, largest + 1):
+        rows = position_index(distances, max_relative_positions=k)  # one per distance
+        mine = rows[distances == distance]
+        if int((rows == mine).sum()) == 1:
+            return k
+    raise ValueError(f"distance must be below {largest}, got {distance}")
+
+
+def _run_record(run: Any) -> dict[str, Any]:
+    """``run`` if it looks like one entry of ``compare(...)``, else a hint."""
+    needed = {"task", "scheme", "accuracy", "parameters"}
+    if not isinstance(run, dict) or not needed <= set(run):
+        fail(
+            "run must be one entry of compare(...), for example "
+            'compare(config, ["deberta"])["deberta"]; got '
+            f"{type(run).__name__}"
+        )
+    return run
+
+
+def _accuracy_at(run: dict[str, Any], length: int) -> float:
+    """The run's accuracy at test ``length``, or a hint naming the lengths it has."""
+    accuracy = run["accuracy"]
+    key = str(length)
+    if key not in accuracy:
+        fail(
+            f"the run was not tested at its training length {length}; its test "
+            f"lengths are {', '.join(accuracy)}: keep the training length among them"
+        )
+    return float(accuracy[key])
+
+
+def _lengths(run: dict[str, Any]) -> str:
+    return ", ".join(
+        f"{100 * float(acc):.0f}% at {n}" for n, acc in run["accuracy"].items()
+    )
+
+
+def _check_parameters(run: dict[str, Any], config: Any, what: str) -> None:
+    """A hint unless ``run`` has the parameter count of ``config``'s model."""
+    from ..experiments import TinyModel, count_parameters
+
+    with torch.random.fork_rng():
+        expected = count_parameters(TinyModel(config))
+    if run["parameters"] != expected:
+        fail(
+            f"the run has {run['parameters']} parameters, the model of {what} has "
+            f"{expected}: the run was trained with other settings"
+        )
 
 
 @exercise("ch9-ex1")
-def alibi_slopes_from_the_formula(answer: Callable[[int], Any]) -> str:
-    """``answer(h)``: ALiBi's slopes for ``h`` heads, at every count in ``ALIBI_HEADS``.
+def far_task_with_a_wider_window(smallest_k: Any, run: Any, *, config: Any) -> str:
+    """The smallest span that gives distance 12 a row of its own, and a run with k = 16.
 
-    Compared with ``relpos.schemes.alibi_slopes`` to a relative 1e-6, so an
-    answer computed in float32 passes.
-
-    Shapes:
-        answer(h): ``(h,)``
+    ``config`` is the ``relpos.book.experiments.Config`` the run was trained with.
     """
-    function = require_callable(answer, "a function of num_heads, such as my_slopes")
-    for heads in ALIBI_HEADS:
-        what = f"my_slopes({heads})"
-        got = as_tensor(call(function, heads, what=what), "a list or tensor of slopes")
-        if tuple(got.shape) != (heads,):
-            fail(f"{what} should give one slope per head, shape ({heads},), got shape "
-                 f"{tuple(got.shape)}")
-        got = got.double()
-        expected = alibi_slopes(heads, dtype=torch.float64)  # (h,)
-        if _same(got, expected):
-            continue
-        if _same(got, expected.flip(0)):
-            fail(f"{what} is in reverse order: head 0 has the steepest slope, 2^(-8/h)")
-        if math.isclose(float(got[0]), 1.0):
-            fail(f"{what} starts at 1: m runs from 1 to h, so the first slope is "
-                 "2^(-8/h)")
-        if heads & (heads - 1) and _same(got, _naive_slopes(heads)):
-            closest = 1 << (heads.bit_length() - 1)
-            fail(f"{heads} is not a power of two, and 2^(-8m/h) is the rule for powers "
-                 f"of two. The authors' code (and BLOOM) take the {closest} slopes of "
-                 f"{closest} heads, then every other slope (the 1st, 3rd, ...) of "
-                 f"{2 * closest} heads for the remaining {heads - closest}")
-        head = int((~torch.isclose(got, expected, rtol=1e-6, atol=0.0)).nonzero()[0])
-        fail(f"{what}: head {head} has slope {float(got[head]):.6g}, which is not "
-             "ALiBi's; follow the geometric series from 2^(-8/h)")
-    return f"equal to relpos.schemes.alibi_slopes for {len(ALIBI_HEADS)} head counts."
+    from ..experiments import Config
+
+    got = as_number(smallest_k, "a span k, an int")
+    expected = own_row_span(FAR_DISTANCE)
+    if got != expected:
+        if got <= FAR_DISTANCE:
+            fail(
+                f"with k = {got:g} distance {FAR_DISTANCE} lies outside the window "
+                "[-k, k - 1] and is clipped onto the last row with every farther one"
+            )
+        if got < expected:
+            fail(
+                f"with k = {got:g} distance {FAR_DISTANCE} still reads row 2k - 1, "
+                "and so does every distance behind it: the window stops at k - 1, "
+                "and its last row is shared"
+            )
+        fail(
+            f"k = {got:g} gives distance {FAR_DISTANCE} a row of its own, but so does "
+            "a smaller span: find the first k at which nothing else reads its row"
+        )
+    if not isinstance(config, Config):
+        got = type(config).__name__
+        fail(f"config must be a relpos.book.experiments.Config, got {got}")
+    run = _run_record(run)
+    if config.task != "far" or run["task"] != "far":
+        fail(f"train on the far task; the run's task is {run['task']!r}")
+    if run["scheme"] != "deberta":
+        fail(f"the exercise is about the deberta scheme, the run is {run['scheme']!r}")
+    if config.max_relative_positions != 16:
+        fail(
+            "the exercise asks for k = 16: config.max_relative_positions is "
+            f"{config.max_relative_positions}"
+        )
+    _check_parameters(run, config.replace(scheme="deberta"), "config")
+    at_length = _accuracy_at(run, config.train_length)
+    if at_length < THRESHOLD:
+        fail(
+            f"the run scores {100 * at_length:.0f}% at the training length; a model "
+            "that reads distance 12 directly should fit it: train for more steps"
+        )
+    row = int(position_index(torch.tensor(FAR_DISTANCE), max_relative_positions=16))
+    return fit(
+        f"k = {expected}; with k = 16, distance {FAR_DISTANCE} reads row {row} of "
+        f"32, and the run scores {_lengths(run)}: the far task has become the "
+        "relative task.",
+        "ch9-ex1",
+    )
+
+
+def _fewest(sweep: dict[str, Any], task: str, length: int, field: str) -> dict:
+    """For each scheme, the smallest training size whose ``field`` reaches 90%."""
+    rows = [
+        r
+        for r in sweep["summary"]
+        if r["task"] == task and r["length"] == length and r["setting"] == "encoder"
+    ]
+    fewest: dict[str, int | None] = {}
+    for scheme in sweep["grid"]["scheme"]:
+        sizes = sorted(
+            r["train_size"]
+            for r in rows
+            if r["scheme"] == scheme and r[field] >= THRESHOLD
+        )
+        fewest[scheme] = sizes[0] if sizes else None
+    return fewest
 
 
 @exercise("ch9-ex2")
-def t5_bucket_from_the_formula(answer: Callable[..., Any]) -> str:
-    """``answer(rel, num_buckets, max_distance)``: T5's two-sided bucket of ``i - j``.
+def data_efficiency(answer: Any, *, sweep: dict[str, Any] | None = None) -> str:
+    """``{scheme: the fewest training sequences whose mean accuracy reaches 90%}``.
 
-    ``rel`` holds the book's distances ``i - j`` from ``-3D`` to ``3D``
-    (``D = max_distance``) as a ``torch.long`` tensor; the answer must equal
-    ``relpos.schemes.t5_bucket`` at every distance, for every setting in
-    ``T5_SETTINGS``.
-
-    Shapes:
-        rel: ``(m,)``; answer(rel, ...): ``(m,)``
-    """
-    function = require_callable(
-        answer, "a function of (rel, num_buckets, max_distance)"
-    )
-    for num_buckets, max_distance in T5_SETTINGS:
-        what = f"my_bucket(rel, {num_buckets}, {max_distance})"
-        rel = torch.arange(-3 * max_distance, 3 * max_distance + 1)  # (m,)
-        result = call(function, rel.clone(), num_buckets, max_distance, what=what)
-        if not isinstance(result, torch.Tensor):
-            fail(f"{what} returned {type(result).__name__}; return a tensor of "
-                 "buckets shaped like rel")
-        if result.is_floating_point() or result.dtype == torch.bool:
-            fail(f"{what} has dtype {result.dtype}; buckets index an embedding, so "
-                 "they must be integers (torch.long)")
-        if tuple(result.shape) != tuple(rel.shape):
-            fail(f"{what} should have rel's shape {tuple(rel.shape)}, got "
-                 f"{tuple(result.shape)}")
-        got = result.long()
-        expected = t5_bucket(rel, num_buckets=num_buckets, max_distance=max_distance)
-        if torch.equal(got, expected):
-            continue
-        if torch.equal(got, expected.flip(0)):
-            fail("keys ahead and keys behind are swapped. T5's code takes j - i (key "
-                 "minus query); rel here is the book's i - j, so keys ahead "
-                 "(i - j < 0) get the upper half, num_buckets // 2 and up")
-        if int(got.min()) < 0 or int(got.max()) >= num_buckets:
-            fail(f"{what}: buckets must lie in [0, {num_buckets}), got values from "
-                 f"{int(got.min())} to {int(got.max())}. Distances at or beyond "
-                 "max_distance share the last bucket of their side")
-        wrong = (got != expected).nonzero().flatten()
-        wrong = wrong[rel[wrong].abs().argsort(stable=True)]  # nearest first
-        shown = ", ".join(
-            f"r={int(rel[a])}: {int(got[a])} (expected {int(expected[a])})"
-            for a in wrong[:4]
-        )
-        hint = f"{what}: {len(wrong)} of {rel.numel()} distances differ, e.g. {shown}"
-        exact = num_buckets // 4
-        if bool((rel[wrong].abs() <= exact).any()):
-            hint += (f". Distances |i - j| < {exact} (num_buckets // 4) each have a "
-                     "bucket of their own; the log rule starts at that magnitude")
-        fail(hint)
-    return f"equal to relpos.schemes.t5_bucket for {len(T5_SETTINGS)} settings."
-
-
-@exercise("ch9-ex3")
-def bloom_bias(answer: Callable[[int, int], Any]) -> str:
-    """``answer(n, h)``: BLOOM's causal ALiBi bias ``slope_h * j``, keys ahead ``-inf``.
-
-    Checked entry by entry for a few ``n`` and head counts; the probabilities
-    it gives are then the same as ALiBi's ``-slope_h * (i - j)``.
-
-    Shapes:
-        answer(n, h): ``(h, n, n)``
-    """
-    function = require_callable(answer, "a function of (n, num_heads)")
-    for n, heads in ((1, 2), (6, 4), (9, 12)):
-        what = f"bloom_bias({n}, {heads})"
-        got = as_tensor(call(function, n, heads, what=what), "a tensor").double()
-        if tuple(got.shape) != (heads, n, n):
-            fail(f"{what} should have shape (h, n, n) = {(heads, n, n)}, got "
-                 f"{tuple(got.shape)}")
-        slopes = alibi_slopes(heads, dtype=torch.float64)  # (h,)
-        positions = torch.arange(n)
-        rel = relative_distances(positions, positions)  # (i, j)
-        ahead = rel < 0  # (i, j): keys after the query
-        expected = slopes[:, None, None] * positions.double()  # (h, 1, j)
-        expected = expected.expand(heads, n, n).masked_fill(ahead, float("-inf"))
-        if torch.equal(got, expected):
-            continue
-        if not torch.isinf(got[:, ahead]).all() or (got[:, ahead] > 0).any():
-            fail("keys ahead of the query (j > i) must be masked: give them -inf")
-        alibi = alibi_bias(rel, slopes, causal=True)  # (h, i, j)
-        if torch.allclose(got, alibi):
-            fail("that is ALiBi's own -slope * (i - j); BLOOM's bias is slope * j, "
-                 "a function of the key's position alone")
-        flipped = (-slopes[:, None, None] * positions.double()).expand(heads, n, n)
-        if torch.allclose(got, flipped.masked_fill(ahead, float("-inf"))):
-            fail("the sign is flipped: BLOOM adds +slope * j, so later keys get more")
-        fail(f"{what}: entry (h, i, j) with j <= i should be slope_h * j")
-    return "slope * j, which differs from -slope * (i - j) by slope * i, fixed per row."
-
-
-__all__ = ["ALIBI_HEADS", "T5_SETTINGS"]
-
-
-#: A fall: accuracy at least this much below the same model's at the training length.
-FALL = 0.1
-
-
-def _first_untrained(sweep: dict[str, Any], task: str, scheme: str) -> int | None:
-    """The shortest test length at which ``scheme`` reads an untrained learned entry."""
-    lengths = sorted(
-        {r["length"] for r in sweep["coverage"] if r["length"] > _train_length(sweep)}
-    )
-    for n in lengths:
-        if any(
-            r["learned"] and r["touched"] > 0
-            for r in sweep["coverage"]
-            if (r["setting"], r["task"], r["scheme"], r["length"])
-            == ("encoder", task, scheme, n)
-        ):
-            return n
-    return None
-
-
-def _train_length(sweep: dict[str, Any]) -> int:
-    return int(sweep["config"]["train_length"])
-
-
-def _first_fall(sweep: dict[str, Any], task: str, scheme: str) -> int | None:
-    """The shortest test length at which the mean accuracy (512 sequences) falls."""
-    size = max(sweep["grid"]["train_size"])
-    rows = {
-        r["length"]: r["mean"]
-        for r in sweep["summary"]
-        if (r["setting"], r["task"], r["scheme"], r["train_size"])
-        == ("encoder", task, scheme, size)
-    }
-    at_l = rows[_train_length(sweep)]
-    longer = [n for n in sorted(rows) if n > _train_length(sweep)]
-    falls = [n for n in longer if rows[n] < at_l - FALL]
-    return falls[0] if falls else None
-
-
-@exercise("ch9-ex4")
-def predict_from_coverage(
-    answer: Any, *, task: str = "relative", sweep: dict[str, Any] | None = None
-) -> str:
-    """``{scheme: first test length with an untrained learned entry, or None}``.
-
-    Computed from coverage alone (``relpos.book.experiments.coverage``) for every
-    scheme of the encoder sweep on ``task``; the feedback then sets the prediction
-    against the sweep's accuracies (a fall: ``FALL`` below the training length).
+    On the relative task at the training length, in the encoder setting, from
+    the stored sweep (or from ``sweep``, a dict of the same form; a schema-1
+    file is read as an encoder sweep). ``None`` where no size reaches it.
     """
     from .. import results
 
-    sweep = results.load("sweep.json") if sweep is None else sweep
-    schemes = list(sweep["grid"]["scheme"])
+    from ..experiments.sweep import as_schema_2
+
+    sweep = as_schema_2(results.load("sweep.json") if sweep is None else sweep)
+    sizes = sweep["grid"]["train_size"]
+    length = int(sweep["config"]["train_length"])
+    expected = _fewest(sweep, "relative", length, "mean")
     if not isinstance(answer, dict):
-        fail(f"the answer must be a dict {{scheme: length or None}}, got "
-             f"{type(answer).__name__}")
-    missing = [s for s in schemes if s not in answer]
+        got = type(answer).__name__
+        fail(f"the answer must be a dict {{scheme: size or None}}, got {got}")
+    missing = [s for s in expected if s not in answer]
     if missing:
         fail(f"give one entry per scheme of the sweep; missing: {', '.join(missing)}")
-    expected = {s: _first_untrained(sweep, task, s) for s in schemes}
-    for scheme in schemes:
-        if answer[scheme] != expected[scheme]:
-            hint = (
-                "it reads no untrained learned entry at any test length: None"
-                if expected[scheme] is None
-                else f"the first test length at which it reads one is "
-                f"{expected[scheme]}"
-            )
-            fail(f"{scheme}: {answer[scheme]!r} is not what coverage predicts; {hint}")
-    fell = {s: _first_fall(sweep, task, s) for s in schemes}
-    right = [s for s in schemes if (expected[s] is None) == (fell[s] is None)]
-    surprises = [s for s in schemes if expected[s] is None and fell[s] is not None]
-    missed = [s for s in schemes if expected[s] is not None and fell[s] is None]
-    parts = [f"the rule is right about {len(right)} of {len(schemes)} schemes"]
-    if surprises:
-        parts.append(
-            f"{', '.join(surprises)} fell with every learned entry trained "
-            "(something else is at work)"
+    got = {s: answer[s] for s in expected}
+    if got == expected:
+        efficient = [s for s, n in expected.items() if n == min(sizes)]
+        never = [s for s, n in expected.items() if n is None]
+        return fit(
+            f"at {min(sizes)} sequences only {', '.join(efficient)} "
+            f"reach 90%; {', '.join(never) or 'no scheme'} never do.",
+            "ch9-ex2",
         )
-    if missed:
-        parts.append(f"{', '.join(missed)} held despite untrained entries")
-    return "; ".join(parts) + "."
+    longest = max(r["length"] for r in sweep["summary"])
+    if got == _fewest(sweep, "relative", longest, "mean"):
+        fail(
+            f"those are the sizes at test length {longest}; read the accuracy at the "
+            f"training length, {length}"
+        )
+    if got == _fewest(sweep, "relative", length, "max"):
+        fail(
+            "those sizes are where the best seed reaches 90%; use the mean over seeds"
+        )
+    for scheme, size in expected.items():
+        if got[scheme] != size:
+            fail(
+                f"{scheme}: {got[scheme]!r} is not the fewest training sequences at "
+                "which its mean accuracy reaches 90% (0.9) at the training length"
+            )
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+__all__ = [
+    "data_efficiency",
+    "fit",
+    "far_task_with_a_wider_window",
+    "own_row_span",
+]

@@ -1,0 +1,268 @@
+"""Checks for chapter 10, why the schemes win and lose.
+
+Shape legend:
+    ch10-ex1: a dict ``{scheme: test length or None}``;
+    ch10-ex2: a function ``builder(config) -> (input_positions, encoder)`` and
+        its run record (an entry of ``relpos.book.experiments.compare``);
+    ch10-ex3: a dict ``{scheme: accuracy gain, a fraction}``
+
+The sweeps are those stored with the package (``relpos.book.results``); every
+check that reads one also takes a dict of the same form by keyword.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ._core import call, exercise, fail, require_callable
+from .ch09 import THRESHOLD, _accuracy_at, _check_parameters, _run_record, fit
+
+#: A fall: accuracy at least this much below the same model's at the training length.
+FALL = 0.1
+
+
+def _first_untrained(sweep: dict[str, Any], task: str, scheme: str) -> int | None:
+    """The shortest test length at which ``scheme`` reads an untrained learned entry."""
+    lengths = sorted(
+        {r["length"] for r in sweep["coverage"] if r["length"] > _train_length(sweep)}
+    )
+    for n in lengths:
+        if any(
+            r["learned"] and r["touched"] > 0
+            for r in sweep["coverage"]
+            if (r["setting"], r["task"], r["scheme"], r["length"])
+            == ("encoder", task, scheme, n)
+        ):
+            return n
+    return None
+
+
+def _train_length(sweep: dict[str, Any]) -> int:
+    return int(sweep["config"]["train_length"])
+
+
+def _first_fall(sweep: dict[str, Any], task: str, scheme: str) -> int | None:
+    """The shortest test length at which the mean accuracy (512 sequences) falls."""
+    size = max(sweep["grid"]["train_size"])
+    rows = {
+        r["length"]: r["mean"]
+        for r in sweep["summary"]
+        if (r["setting"], r["task"], r["scheme"], r["train_size"])
+        == ("encoder", task, scheme, size)
+    }
+    at_l = rows[_train_length(sweep)]
+    longer = [n for n in sorted(rows) if n > _train_length(sweep)]
+    falls = [n for n in longer if rows[n] < at_l - FALL]
+    return falls[0] if falls else None
+
+
+@exercise("ch10-ex1")
+def predict_from_coverage(
+    answer: Any, *, task: str = "relative", sweep: dict[str, Any] | None = None
+) -> str:
+    """``{scheme: first test length with an untrained learned entry, or None}``.
+
+    Computed from coverage alone (``relpos.book.experiments.coverage``) for every
+    scheme of the encoder sweep on ``task``; the feedback then sets the prediction
+    against the sweep's accuracies (a fall: ``FALL`` below the training length).
+    """
+    from .. import results
+
+    sweep = results.load("sweep.json") if sweep is None else sweep
+    schemes = list(sweep["grid"]["scheme"])
+    if not isinstance(answer, dict):
+        fail(f"the answer must be a dict {{scheme: length or None}}, got "
+             f"{type(answer).__name__}")
+    missing = [s for s in schemes if s not in answer]
+    if missing:
+        fail(f"give one entry per scheme of the sweep; missing: {', '.join(missing)}")
+    expected = {s: _first_untrained(sweep, task, s) for s in schemes}
+    for scheme in schemes:
+        if answer[scheme] != expected[scheme]:
+            hint = (
+                "it reads no untrained learned entry at any test length: None"
+                if expected[scheme] is None
+                else f"the first test length at which it reads one is "
+                f"{expected[scheme]}"
+            )
+            fail(f"{scheme}: {answer[scheme]!r} is not what coverage predicts; {hint}")
+    fell = {s: _first_fall(sweep, task, s) for s in schemes}
+    right = [s for s in schemes if (expected[s] is None) == (fell[s] is None)]
+    surprises = [s for s in schemes if expected[s] is None and fell[s] is not None]
+    missed = [s for s in schemes if expected[s] is not None and fell[s] is None]
+    parts = [f"the rule is right about {len(right)} of {len(schemes)} schemes"]
+    if surprises:
+        parts.append(
+            f"{', '.join(surprises)} fell with every learned entry trained "
+            "(something else is at work)"
+        )
+    if missed:
+        parts.append(f"{', '.join(missed)} held despite untrained entries")
+    return fit("; ".join(parts) + ".", "ch10-ex1")
+
+
+@exercise("ch10-ex2")
+def absolute_positions_back(builder: Any, run: Any, *, config: Any) -> str:
+    """A scheme with relative attention and a learned absolute table, and its run.
+
+    ``builder(config) -> (input_positions, encoder)`` is the function given to
+    ``register_scheme``; ``run`` is its entry of ``compare(config, [name])``, and
+    ``config`` the ``relpos.book.experiments.Config`` of that call.
+
+    Shapes:
+        input_positions(n): ``(n, hidden)``; encoder: ``(b, n, hidden)``, ``(b, n)``
+            -> ``(b, n, hidden)``
+    """
+    from ..experiments import SCHEMES, Config
+
+    builder = require_callable(builder, "a function builder(config)")
+    if not isinstance(config, Config):
+        got = type(config).__name__
+        fail(f"config must be a relpos.book.experiments.Config, got {got}")
+    with torch.random.fork_rng():
+        parts = call(builder, config, what="builder(config)")
+    if not (isinstance(parts, tuple) and len(parts) == 2):
+        fail("builder(config) must return a pair (input_positions, encoder)")
+    input_positions, encoder = parts
+    if input_positions is None:
+        fail(
+            "input_positions is None: this is the deberta scheme again, with no "
+            "absolute position anywhere; add a learned table to the input"
+        )
+    if not hasattr(encoder, "rel_embeddings"):
+        fail(
+            "the encoder has no relative table: that is the absolute scheme; keep "
+            "DeBERTa's encoder (disentangled_encoder(config, ...))"
+        )
+    n, hidden = config.max_length, config.hidden_size
+    added = call(input_positions, n, what=f"input_positions({n})")
+    if not isinstance(added, torch.Tensor) or tuple(added.shape) != (n, hidden):
+        fail(f"input_positions({n}) must return a ({n}, {hidden}) tensor")
+    run = _run_record(run)
+    if config.task != "absolute" or run["task"] != "absolute":
+        fail(f"train on the absolute task; the run's task is {run['task']!r}")
+    if SCHEMES.get(run["scheme"]) is not builder:
+        fail(
+            f"the run's scheme {run['scheme']!r} is not this builder: register it, "
+            "register_scheme(name, builder, replace=True), and train that name"
+        )
+    _check_parameters(run, config.replace(scheme=run["scheme"]), "config")
+    length = config.train_length
+    at_length = _accuracy_at(run, length)
+    if at_length < THRESHOLD:
+        fail(
+            f"the run scores {100 * at_length:.0f}% at the training length; with "
+            "absolute positions in the input it should fit it: train for more steps"
+        )
+    beyond = {int(n): float(a) for n, a in run["accuracy"].items() if int(n) > length}
+    tail = ""
+    if beyond:
+        longest = max(beyond)
+        tail = (
+            f", {100 * beyond[longest]:.0f}% at {longest}: past the training length "
+            "the absolute rows are as untrained as in the absolute scheme"
+        )
+    return fit(f"{100 * at_length:.0f}% at the training length{tail}.", "ch10-ex2")
+
+
+def _mean_at(
+    sweep: dict[str, Any], setting: str, task: str, length: int, field: str = "mean"
+) -> dict[str, float]:
+    """``{scheme: field}`` of the largest training size at test ``length``."""
+    size = max(sweep["grid"]["train_size"])
+    return {
+        r["scheme"]: float(r[field])
+        for r in sweep["summary"]
+        if (r["setting"], r["task"], r["train_size"], r["length"])
+        == (setting, task, size, length)
+    }
+
+
+def causal_gain(
+    encoder: dict[str, Any],
+    causal: dict[str, Any],
+    *,
+    task: str = "relative",
+    length: int | None = None,
+    field: str = "mean",
+) -> dict[str, float]:
+    """``{scheme: causal minus encoder accuracy}`` for the schemes of the causal sweep.
+
+    At test ``length`` (the longest by default), with the largest training size
+    of each sweep, ``field`` of the seeds (``"mean"`` unless told).
+    """
+    if length is None:
+        length = max(causal["config"]["test_lengths"])
+    before = _mean_at(encoder, "encoder", task, length, field)
+    after = _mean_at(causal, "causal", task, length, field)
+    return {s: after[s] - before[s] for s in causal["grid"]["scheme"]}
+
+
+def _close(got: dict[str, Any], expected: dict[str, float]) -> bool:
+    return all(abs(float(got[s]) - expected[s]) < 0.005 for s in expected)
+
+
+@exercise("ch10-ex3")
+def what_the_mask_changes(
+    answer: Any,
+    *,
+    task: str = "relative",
+    encoder: dict[str, Any] | None = None,
+    causal: dict[str, Any] | None = None,
+) -> str:
+    """``{scheme: causal minus encoder mean accuracy at 8L}``, as fractions.
+
+    For every scheme of the causal sweep, on ``task``, with 512 training
+    sequences; answers within half a point of the sweep's pass.
+    """
+    from .. import results
+
+    encoder = results.load("sweep.json") if encoder is None else encoder
+    causal = results.load("sweep_causal.json") if causal is None else causal
+    expected = causal_gain(encoder, causal, task=task)
+    if not isinstance(answer, dict):
+        fail(f"the answer must be a dict {{scheme: gain}}, got {type(answer).__name__}")
+    missing = [s for s in expected if s not in answer]
+    if missing:
+        fail(
+            "give one entry per scheme of the causal sweep; missing: "
+            + ", ".join(missing)
+        )
+    bad = [s for s in expected if not isinstance(answer[s], (int, float))]
+    if bad:
+        fail(f"{bad[0]}: the gain must be a number, got {answer[bad[0]]!r}")
+    got = {s: float(answer[s]) for s in expected}
+    if _close(got, expected):
+        best = max(expected, key=expected.get)
+        flat = [s for s, g in expected.items() if abs(g) < 0.02]
+        return fit(
+            f"{best} gains most, {100 * expected[best]:+.0f} points; "
+            f"{', '.join(flat) or 'no scheme'} "
+            f"{'moves' if len(flat) == 1 else 'move'} less than 2 points.",
+            "ch10-ex3",
+        )
+    if _close({s: -g for s, g in got.items()}, expected):
+        fail("the signs are flipped: the gain is causal minus encoder, not the reverse")
+    if _close({s: g / 100 for s, g in got.items()}, expected):
+        fail("those are points (percent); give the gains as fractions, 0.25 not 25")
+    at_l = causal_gain(
+        encoder, causal, task=task, length=int(causal["config"]["train_length"])
+    )
+    if _close(got, at_l):
+        fail(
+            "those are the gains at the training length; the exercise reads the "
+            f"longest test length, {max(causal['config']['test_lengths'])}"
+        )
+    for field in ("max", "min"):
+        if _close(got, causal_gain(encoder, causal, task=task, field=field)):
+            fail(f"those gains compare the {field} seed; use the mean over the seeds")
+    wrong = next(s for s in expected if abs(got[s] - expected[s]) >= 0.005)
+    fail(
+        f"{wrong}: {got[wrong]:.3f} is not its causal mean minus its encoder mean "
+        "at the longest test length, with 512 training sequences"
+    )
+
+
+__all__ = ["causal_gain"]

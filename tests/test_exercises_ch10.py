@@ -1,0 +1,235 @@
+"""Chapter 10's exercise checks pass right answers and fail typical wrong ones.
+
+Exercise 10.2's check reads run records of ``compare``; those runs are real (a
+second or two each, one thread) and marked slow. Exercises 10.1 and 10.3 read
+sweeps: the stored ones, and small hand-made ones whose answers are known.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pytest
+import torch
+
+from relpos.book import results
+from relpos.book.exercises import ExerciseError, check
+from relpos.book.exercises.ch10 import causal_gain
+from relpos.book.experiments import SCHEMES, Config, compare, register_scheme
+from relpos.book.experiments.schemes import (
+    LearnedPositions,
+    content_encoder,
+    disentangled_encoder,
+)
+
+TRAINS = pytest.mark.slow  # a compare(...) run of the chapter's settings, seconds each
+LIVE = Config(task="relative", steps=200, train_size=256, test_lengths=(32, 128))
+FEW_STEPS = 20
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread() -> Iterator[None]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def run_of(config: Config, scheme: str) -> dict[str, Any]:
+    return compare(config, [scheme])[scheme]
+
+
+# -- ch10-ex1: predict from coverage which scheme falls ------------------------------
+
+
+def coverage_sweep() -> dict:
+    """Three schemes: one reads an untrained row from 64 on and falls there, one
+    reads none and holds, one reads none and still falls at 128."""
+    accuracy = {"tabled": (1.0, 0.5, 0.4), "clipped": (1.0, 1.0, 1.0),
+                "formula": (1.0, 0.95, 0.3)}
+    summary = [{"setting": "encoder", "task": "relative", "scheme": s, "train_size": 64,
+                "length": n, "mean": a} for s, accs in accuracy.items()
+               for n, a in zip((32, 64, 128), accs)]
+    coverage = [{"setting": "encoder", "task": "relative", "scheme": s, "length": n,
+                 "kind": "row", "learned": s != "formula",
+                 "touched": 0.5 if (s == "tabled" and n > 32) or s == "formula"
+                 else 0.0}
+                for s in accuracy for n in (32, 64, 128)]
+    return {"config": {"train_length": 32},
+            "grid": {"scheme": list(accuracy), "train_size": [8, 64]},
+            "summary": summary, "coverage": coverage}
+
+
+def test_ch10_ex1_compares_the_prediction_with_the_sweep() -> None:
+    sweep = coverage_sweep()
+    prediction = {"tabled": 64, "clipped": None, "formula": None}
+    check("ch10-ex1", prediction, sweep=sweep)
+    with pytest.raises(ExerciseError, match="formula.*coverage predicts"):
+        check("ch10-ex1", {**prediction, "formula": 64}, sweep=sweep)
+    with pytest.raises(ExerciseError, match="missing: clipped"):
+        check("ch10-ex1", {"tabled": 64, "formula": None}, sweep=sweep)
+
+
+def test_ch10_ex1_feedback_names_the_surprise(capsys) -> None:
+    check("ch10-ex1", {"tabled": 64, "clipped": None, "formula": None},
+          sweep=coverage_sweep())
+    out = " ".join(capsys.readouterr().out.split())
+    assert "2 of 3" in out and "formula fell" in out
+
+
+# -- ch10-ex2: absolute positions back into a relative model ------------------------
+
+
+def with_absolute(config: Config) -> tuple:
+    positions = LearnedPositions(config.max_length, config.hidden_size)
+    encoder = disentangled_encoder(
+        config, max_relative_positions=config.max_relative_positions
+    )
+    return positions, encoder
+
+
+def relative_only(config: Config) -> tuple:
+    return None, disentangled_encoder(
+        config, max_relative_positions=config.max_relative_positions
+    )
+
+
+def absolute_only(config: Config) -> tuple:
+    return LearnedPositions(config.max_length, config.hidden_size), content_encoder(
+        config
+    )
+
+
+NAME = "deberta-absolute"
+
+
+@pytest.fixture(scope="module")
+def registered() -> Iterator[None]:
+    assert NAME not in SCHEMES
+    register_scheme(NAME, with_absolute)
+    yield
+    del SCHEMES[NAME]
+
+
+@pytest.fixture(scope="module")
+def absolute_task(registered) -> tuple[Config, dict[str, Any]]:
+    config = LIVE.replace(task="absolute")
+    return config, run_of(config, NAME)
+
+
+@TRAINS
+def test_ch10_ex2_passes_the_reference(absolute_task, capsys) -> None:
+    config, run = absolute_task
+    check("ch10-ex2", with_absolute, run, config=config)
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.startswith("ch10-ex2: correct. 100% at the training length")
+    assert float(run["accuracy"]["128"]) < 0.6  # and the remark's reason holds
+
+
+@TRAINS
+@pytest.mark.parametrize(
+    ("builder", "message"),
+    [
+        (relative_only, "input_positions is None"),
+        (absolute_only, "no relative table"),
+        (lambda config: relative_only, "must return a pair"),
+        (lambda config: 1 / 0, "ZeroDivisionError"),
+        ("deberta", "must be a function"),
+    ],
+    ids=["no-absolute", "no-relative", "not-a-pair", "raises", "not-callable"],
+)
+def test_ch10_ex2_catches_a_wrong_builder(absolute_task, builder, message) -> None:
+    config, run = absolute_task
+    with pytest.raises(ExerciseError, match="ch10-ex2: not yet. .*" + message):
+        check("ch10-ex2", builder, run, config=config)
+
+
+@TRAINS
+def test_ch10_ex2_catches_a_wrong_run(registered, absolute_task) -> None:
+    config, _ = absolute_task
+    relative = LIVE.replace(steps=FEW_STEPS)
+    with pytest.raises(ExerciseError, match="train on the absolute task"):
+        check("ch10-ex2", with_absolute, run_of(relative, NAME), config=relative)
+    short = config.replace(steps=FEW_STEPS)
+    with pytest.raises(ExerciseError, match="is not this builder"):
+        check("ch10-ex2", with_absolute, run_of(short, "deberta"), config=short)
+    untrained = short.replace(learning_rate=0.0)
+    with pytest.raises(ExerciseError, match="train for more steps"):
+        check("ch10-ex2", with_absolute, run_of(untrained, NAME), config=untrained)
+
+
+# -- ch10-ex3: what the causal mask changes -----------------------------------------
+
+
+def gain_by_hand(encoder: dict, causal: dict, length: int, task="relative") -> dict:
+    """Written independently of the check: from the runs, not the summary."""
+
+    def mean(sweep: dict, setting: str, scheme: str) -> float:
+        values = [
+            r["accuracy"][str(length)]
+            for r in sweep["runs"]
+            if (r["setting"], r["task"], r["scheme"], r["train_size"])
+            == (setting, task, scheme, 512)
+        ]
+        return sum(values) / len(values)
+
+    return {
+        s: mean(causal, "causal", s) - mean(encoder, "encoder", s)
+        for s in causal["grid"]["scheme"]
+    }
+
+
+@pytest.fixture(scope="module")
+def sweeps() -> tuple[dict, dict]:
+    return results.load("sweep.json"), results.load("sweep_causal.json")
+
+
+def test_ch10_ex3_passes_the_reference(sweeps, capsys) -> None:
+    encoder, causal = sweeps
+    answer = gain_by_hand(encoder, causal, 256)
+    assert answer["t5"] > 0.5 and abs(answer["deberta"]) < 0.02  # the chapter's reading
+    check("ch10-ex3", answer)
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.startswith("ch10-ex3: correct. t5 gains most, +74 points")
+    assert "shaw, deberta move less than 2 points" in out
+
+
+@pytest.mark.parametrize(
+    ("wrong", "message"),
+    [
+        (lambda a, at_l: {s: -g for s, g in a.items()}, "signs are flipped"),
+        (lambda a, at_l: {s: 100 * g for s, g in a.items()}, "points"),
+        (lambda a, at_l: at_l, "gains at the training length"),
+        (lambda a, at_l: {**a, "t5": 0.5}, "t5: 0.500 is not"),
+        (
+            lambda a, at_l: {s: g for s, g in a.items() if s != "alibi"},
+            "missing: alibi",
+        ),
+        (lambda a, at_l: list(a.values()), "must be a dict"),
+        (lambda a, at_l: {**a, "none": "0.1"}, "must be a number"),
+    ],
+    ids=["sign", "percent", "at-L", "one-wrong", "missing", "not-a-dict", "a-string"],
+)
+def test_ch10_ex3_catches_typical_wrong_answers(sweeps, wrong, message) -> None:
+    encoder, causal = sweeps
+    answer = gain_by_hand(encoder, causal, 256)
+    at_l = gain_by_hand(encoder, causal, 32)
+    with pytest.raises(ExerciseError, match="ch10-ex3: not yet. .*" + message):
+        check("ch10-ex3", wrong(answer, at_l))
+
+
+def test_ch10_ex3_catches_the_best_seed(sweeps) -> None:
+    encoder, causal = sweeps
+    best = causal_gain(encoder, causal, field="max")
+    assert best != causal_gain(encoder, causal)
+    with pytest.raises(ExerciseError, match="max seed; use the mean"):
+        check("ch10-ex3", best)
+
+
+def test_ch10_ex3_reads_the_task_it_is_given(sweeps, capsys) -> None:
+    encoder, causal = sweeps
+    far = gain_by_hand(encoder, causal, 256, task="far")
+    check("ch10-ex3", far, task="far")
+    assert "rotary gains most" in capsys.readouterr().out
+    with pytest.raises(ExerciseError, match="not yet"):
+        check("ch10-ex3", far)  # the far gains are not the relative ones
