@@ -99,8 +99,9 @@ sweeps: $(TEST_ENV)
 student: $(STUDENT_ENV)
 	$(BIN)/python tools/student_edition.py _build/student
 
-# The print edition: the whole book as one PDF, printed by headless Chromium
-# (Debian: apt-get install chromium) from the single-page build.
+# The print edition: the whole book as one PDF in _build/pdf, typeset by LaTeX
+# (Jupyter Book's LaTeX builder, then latexmk with xelatex). Debian: apt-get install
+# texlive-xetex latexmk texlive-fonts-recommended texlive-latex-extra fonts-freefont-otf
 pdf: $(SITE_ENV)
 	$(BIN)/python tools/build_pdf.py _build/pdf/relpos-book.pdf
 

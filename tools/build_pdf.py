@@ -15,7 +15,7 @@ Usage: .venv/bin/python tools/build_pdf.py [OUTPUT]
 
 Needs a TeX installation with xelatex and latexmk (Debian: apt-get install
 texlive-xetex latexmk texlive-fonts-recommended texlive-latex-extra
-fonts-freefont-otf).
+fonts-freefont-otf fonts-dejavu-core).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ DEFAULT_OUTPUT = ROOT / "_build" / "pdf" / f"{TEX_NAME}.pdf"
 TEX_PROGRAMS = ("xelatex", "latexmk")
 INSTALL_HINT = (
     "apt-get install texlive-xetex latexmk texlive-fonts-recommended "
-    "texlive-latex-extra fonts-freefont-otf"
+    "texlive-latex-extra fonts-freefont-otf fonts-dejavu-core"
 )
 
 
@@ -81,7 +81,8 @@ def typeset(tex: Path) -> Path:
     """Run latexmk (xelatex) on ``tex``; returns the PDF, or stops on an error."""
     missing = missing_tex()
     if missing:
-        raise SystemExit(f"{', '.join(missing)} not found: install TeX ({INSTALL_HINT})")
+        names = ", ".join(missing)
+        raise SystemExit(f"{names} not found: install TeX ({INSTALL_HINT})")
     pdf = tex.with_suffix(".pdf")
     pdf.unlink(missing_ok=True)
     command = [

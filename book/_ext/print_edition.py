@@ -6,6 +6,8 @@ Only the LaTeX builder is touched; the site is built as before.
   jupyterBook class, which needs TeX packages the book has no use for.
 - The title page names the version: ``release`` is ``relpos.__version__`` (the one
   version source, read from relpos/__init__.py without importing relpos).
+- The root page's text opens with a "Preface" heading, in the contents.
+- The bibliography is one chapter at the end of the book, not two.
 - The setup cells (tag ``hide-input``, collapsed on the site) are left out.
 - A code block of at most ``KEEP_WHOLE_LINES`` lines is never split across two
   pages: a ``\needspace`` before it asks for its height, and LaTeX turns the page
@@ -29,6 +31,9 @@ KEEP_WHOLE_LINES = 20
 # The toctree caption whose pages form the appendix (_toc.yml).
 APPENDIX_CAPTION = "Appendix"
 
+# The heading of the root page's text in print.
+PREFACE = "Preface"
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -36,6 +41,15 @@ def relpos_version() -> str:
     source = (ROOT / "relpos" / "__init__.py").read_text()
     found = re.search(r'^__version__ = "([^"]+)"', source, flags=re.MULTILINE)
     return found.group(1) if found else ""
+
+
+def print_title(title: str) -> str:
+    """A page's title as the print edition's appendix heads it."""
+    prefix = f"{APPENDIX_CAPTION}: "
+    if not title.startswith(prefix):
+        return str(title)
+    rest = title[len(prefix) :]
+    return rest[:1].upper() + rest[1:]
 
 
 def _hidden_input(node: nodes.Element) -> bool:
@@ -99,10 +113,60 @@ class AppendixPart(SphinxPostTransform):
             # "Appendix A: Appendix: how ..." reads twice: drop the page's own prefix
             for title in list(section.findall(nodes.title))[1:]:
                 text = title.children[0] if title.children else None
-                if isinstance(text, nodes.Text) and text.startswith("Appendix: "):
-                    rest = str(text)[len("Appendix: ") :]
-                    title.replace(text, nodes.Text(rest[:1].upper() + rest[1:]))
+                if isinstance(text, nodes.Text) and print_title(text) != text:
+                    title.replace(text, nodes.Text(print_title(text)))
             return
+
+
+class PrefaceChapter(SphinxPostTransform):
+    r"""Give the root page's text (before the chapters) a heading of its own.
+
+    sphinx-jupyterbook-latex prints the root page without its title (the book's
+    title, on the title page); its text then runs under the contents' running
+    head. ``\chapter*`` opens a page, lists it in the contents and sets the head.
+    """
+
+    default_priority = 800
+    formats = ("latex",)
+
+    def run(self, **kwargs: Any) -> None:
+        root = self.config.root_doc
+        for section in self.document.findall(nodes.section):
+            if section.get("docname") != root:
+                continue
+            at = 1 if section.children and isinstance(section[0], nodes.title) else 0
+            heading = (
+                f"\\chapter*{{{PREFACE}}}\\addcontentsline{{toc}}{{chapter}}"
+                f"{{{PREFACE}}}\\markboth{{{PREFACE}}}{{{PREFACE}}}\n"
+            )
+            section.insert(at, nodes.raw("", heading, format="latex"))
+            return
+
+
+class BibliographyChapter(SphinxPostTransform):
+    """Print the bibliography once: as LaTeX's own chapter, at the end.
+
+    sphinx-jupyterbook-latex moves the list to the end of the book, where LaTeX
+    heads it "Bibliography"; the page that held it would stay behind as an empty
+    chapter of the same name. That page's chapter is dropped, its list kept.
+    """
+
+    default_priority = 650  # before sphinx-jupyterbook-latex moves the list (700)
+    formats = ("latex",)
+
+    def run(self, **kwargs: Any) -> None:
+        from sphinx import addnodes
+        from sphinx.builders.latex.nodes import thebibliography
+
+        for listing in list(self.document.findall(thebibliography)):
+            page = listing.parent
+            while page is not None and not (
+                isinstance(page, nodes.section)
+                and isinstance(page.parent, addnodes.start_of_file)
+            ):
+                page = page.parent
+            if page is not None:
+                page.replace_self(list(page.findall(thebibliography)))
 
 
 def set_release(app) -> None:
@@ -126,5 +190,7 @@ def setup(app):
     app.add_post_transform(LeaveOutSetupCells)
     app.add_post_transform(KeepShortBlocksWhole)
     app.add_post_transform(AppendixPart)
+    app.add_post_transform(PrefaceChapter)
+    app.add_post_transform(BibliographyChapter)
     app.connect("builder-inited", set_release)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
