@@ -7,7 +7,6 @@ Only the LaTeX builder is touched; the site is built as before.
 - The title page names the version: ``release`` is ``relpos.__version__`` (the one
   version source, read from relpos/__init__.py without importing relpos).
 - The root page's text opens with a "Preface" heading, in the contents.
-- The bibliography is one chapter at the end of the book, not two.
 - The setup cells (tag ``hide-input``, collapsed on the site) are left out.
 - A code block of at most ``KEEP_WHOLE_LINES`` lines is never split across two
   pages: a ``\needspace`` before it asks for its height, and LaTeX turns the page
@@ -143,32 +142,6 @@ class PrefaceChapter(SphinxPostTransform):
             return
 
 
-class BibliographyChapter(SphinxPostTransform):
-    """Print the bibliography once: as LaTeX's own chapter, at the end.
-
-    sphinx-jupyterbook-latex moves the list to the end of the book, where LaTeX
-    heads it "Bibliography"; the page that held it would stay behind as an empty
-    chapter of the same name. That page's chapter is dropped, its list kept.
-    """
-
-    default_priority = 650  # before sphinx-jupyterbook-latex moves the list (700)
-    formats = ("latex",)
-
-    def run(self, **kwargs: Any) -> None:
-        from sphinx import addnodes
-        from sphinx.builders.latex.nodes import thebibliography
-
-        for listing in list(self.document.findall(thebibliography)):
-            page = listing.parent
-            while page is not None and not (
-                isinstance(page, nodes.section)
-                and isinstance(page.parent, addnodes.start_of_file)
-            ):
-                page = page.parent
-            if page is not None:
-                page.replace_self(list(page.findall(thebibliography)))
-
-
 def set_release(app) -> None:
     # The builder has read ``release`` into its context already. The config itself
     # stays as it is: a changed config would make the next site build read every
@@ -191,6 +164,5 @@ def setup(app):
     app.add_post_transform(KeepShortBlocksWhole)
     app.add_post_transform(AppendixPart)
     app.add_post_transform(PrefaceChapter)
-    app.add_post_transform(BibliographyChapter)
     app.connect("builder-inited", set_release)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
