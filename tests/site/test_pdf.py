@@ -66,7 +66,8 @@ def markdown(path: Path) -> str:
 def title(path: Path) -> str:
     """The page's first heading, as the print edition heads it."""
     heading = re.search(r"^# (.+)$", markdown(path), flags=re.MULTILINE).group(1)
-    return print_edition.print_title(heading.replace("`", "").strip())
+    plain = heading.replace("`", "").replace("$", "").strip()
+    return print_edition.print_title(plain)
 
 
 def tags(cell: dict) -> set[str]:
@@ -164,6 +165,12 @@ def test_title_page(pdf):
     assert "ccby4.0" in first and "mitlicense" in first, "the licences"
     for path in chapter_files():
         assert squeeze(title(path)) not in first, title(path)
+
+
+def test_no_blank_page(pdf):
+    _, texts = pdf
+    blank = [number for number, text in enumerate(texts) if not text.strip()]
+    assert not blank, f"blank pages (a chapter opens the next page, any side): {blank}"
 
 
 def test_contents_give_each_chapter_its_page(pdf, starts):
