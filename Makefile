@@ -110,8 +110,9 @@ student: $(STUDENT_ENV)
 assignments: $(SITE_ENV) $(STUDENT_ENV)
 	$(BIN)/python tools/assignments.py _build/course
 
-# The print edition: the whole book as one PDF, printed by headless Chromium
-# (Debian: apt-get install chromium) from the single-page build.
+# The print edition: the whole book as one PDF in _build/pdf, typeset by LaTeX
+# (Jupyter Book's LaTeX builder, then latexmk with xelatex). Debian: apt-get install
+# texlive-xetex latexmk texlive-fonts-recommended texlive-latex-extra fonts-freefont-otf
 pdf: $(SITE_ENV)
 	$(BIN)/python tools/build_pdf.py _build/pdf/relpos-book.pdf
 

@@ -1,75 +1,58 @@
-"""Build the print edition: the whole book as one PDF, math and figures rendered.
+"""Build the print edition: the whole book as one PDF, typeset by LaTeX.
 
 Usage: .venv/bin/python tools/build_pdf.py [OUTPUT]
 (default OUTPUT: _build/pdf/relpos-book.pdf)
 
-1. ``jupyter-book build --builder singlehtml`` writes the whole book as one HTML
-   page (offline, warnings as errors), into _build/singlehtml/book.html.
-2. That page is served on 127.0.0.1 and opened in headless Chromium (the browser
-   the site test drives, through Playwright); the script waits until the site's
-   own MathJax has typeset every formula and every image has loaded.
-3. For print, the exercises' solutions are opened (a printed solution cannot be
-   clicked open), the collapsed setup cells are left out, and Chromium prints the
-   page to A4 with page numbers in the footer.
+1. ``jupyter-book build --builder latex`` writes the book as one LaTeX file,
+   _build/latex/relpos-book.tex (offline, warnings as errors). The ``latex``
+   section of _config.yml and its ``latex_elements`` choose the page: A4, a title
+   page, contents with page numbers, each chapter on a new page, running heads;
+   book/_ext/print_edition.py leaves the setup cells out, keeps short code
+   blocks on one page and letters the appendix.
+2. ``latexmk`` runs xelatex until the cross-references settle; any LaTeX error
+   stops the build with the lines of the log that name it.
+3. The PDF is copied to OUTPUT.
 
-Needs Chromium: Debian's ``chromium`` package (``apt-get install chromium``).
+Needs a TeX installation with xelatex and latexmk (Debian: apt-get install
+texlive-xetex latexmk texlive-fonts-recommended texlive-latex-extra
+fonts-freefont-otf fonts-dejavu-core).
 """
 
 from __future__ import annotations
 
-import functools
-import http.server
+import os
+import re
 import shutil
 import subprocess
 import sys
-import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SINGLE = ROOT / "_build" / "singlehtml"
-DEFAULT_OUTPUT = ROOT / "_build" / "pdf" / "relpos-book.pdf"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
-
-# Print-only adjustments: no setup cells, no toggle buttons, no page chrome.
-PRINT_CSS = """
-.cell.tag_hide-input, .toggle-button, .headerlink, .bd-header-article,
-.bd-sidebar-primary, .bd-sidebar-secondary, .prev-next-area, footer {
-  display: none !important;
-}
-.bd-page-width, .bd-main, .bd-content, .bd-article-container, .bd-article {
-  max-width: none !important;
-}
-div.cell_output img { max-width: 100% !important; }
-div.highlight pre { white-space: pre-wrap; font-size: 0.74em; }
-h1 { break-before: page; }
-"""
-
-FOOTER = (
-    '<div style="font-size:8px;width:100%;text-align:center;color:#555">'
-    '<span class="pageNumber"></span> / <span class="totalPages"></span></div>'
+LATEX = ROOT / "_build" / "latex"
+TEX_NAME = "relpos-book"
+DEFAULT_OUTPUT = ROOT / "_build" / "pdf" / f"{TEX_NAME}.pdf"
+TEX_PROGRAMS = ("xelatex", "latexmk")
+INSTALL_HINT = (
+    "apt-get install texlive-xetex latexmk texlive-fonts-recommended "
+    "texlive-latex-extra fonts-freefont-otf fonts-dejavu-core"
 )
 
 
-def chromium_path() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    raise SystemExit(
-        "Chromium not found: install it (Debian: apt-get install chromium)"
-    )
+def missing_tex() -> list[str]:
+    """The TeX programs the build needs and the PATH lacks."""
+    return [name for name in TEX_PROGRAMS if shutil.which(name) is None]
 
 
-def build_single_page() -> Path:
-    """The book as one HTML page; returns its path."""
+def build_latex() -> Path:
+    """The book as one LaTeX file; returns its path."""
     jupyter_book = Path(sys.executable).parent / "jupyter-book"
     command = [
         str(jupyter_book),
         "build",
         ".",
-        "--all",
         "--builder",
-        "singlehtml",
+        "latex",
         "-W",
         "-n",
         "--keep-going",
@@ -77,77 +60,52 @@ def build_single_page() -> Path:
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     log = result.stdout + result.stderr
     if result.returncode != 0 or "WARNING" in log:
-        raise SystemExit(f"the single-page build failed:\n{log[-4000:]}")
-    # the master document, book/intro, holds the whole book; top-level files are
-    # the redirect (index.html) and an earlier run's copy (book.html)
-    pages = [p for p in SINGLE.glob("*/*.html") if p.stat().st_size > 10_000]
-    if len(pages) != 1:
-        raise SystemExit(f"expected one book page in {SINGLE}, found {pages}")
-    # The page lies in book/ but its links to _static and _images are written
-    # relative to the top folder: serve a copy from there.
-    top = SINGLE / "book.html"
-    shutil.copyfile(pages[0], top)
-    return top
+        raise SystemExit(f"the LaTeX build failed:\n{log[-4000:]}")
+    tex = LATEX / f"{TEX_NAME}.tex"
+    if not tex.exists():
+        raise SystemExit(f"the LaTeX build wrote no {tex}")
+    return tex
 
 
-def print_to_pdf(page_path: Path, output: Path) -> None:
-    """Open the page in headless Chromium, let it typeset, print it to ``output``."""
-    from playwright.sync_api import sync_playwright
+def latex_errors(log: str) -> list[str]:
+    """The lines of a TeX log that report an error, each with the two after it."""
+    lines = log.splitlines()
+    found = []
+    for number, line in enumerate(lines):
+        if line.startswith("!") or re.match(r"[^:\s]+\.(tex|sty|cls):\d+: ", line):
+            found.append("\n".join(lines[number : number + 3]))
+    return found
 
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args) -> None:
-            pass
 
-    handler = functools.partial(Quiet, directory=str(SINGLE))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/{page_path.relative_to(SINGLE)}"
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=chromium_path(), args=CHROMIUM_ARGS
-            )
-            page = browser.new_page(viewport={"width": 1100, "height": 1400})
-            page.goto(url, wait_until="load", timeout=120_000)
-            page.wait_for_function(
-                "() => window.MathJax && MathJax.startup && MathJax.startup.promise",
-                timeout=60_000,
-            )
-            page.evaluate("() => MathJax.startup.promise")
-            page.evaluate(
-                "() => document.querySelectorAll('div.solution.dropdown "
-                "button.toggle-button').forEach(b => b.click())"
-            )
-            page.evaluate(
-                "() => Promise.all(Array.from(document.images)"
-                ".filter(i => !i.complete)"
-                ".map(i => new Promise(r => { i.onload = i.onerror = r; })))"
-            )
-            page.add_style_tag(content=PRINT_CSS)
-            # every chapter starts a page, except the first title of all
-            page.evaluate(
-                "() => { const first = document.querySelector('h1');"
-                " if (first) first.style.breakBefore = 'auto'; }"
-            )
-            page.evaluate("() => MathJax.startup.promise")
-            output.parent.mkdir(parents=True, exist_ok=True)
-            page.pdf(
-                path=str(output),
-                format="A4",
-                print_background=True,
-                margin={
-                    "top": "16mm",
-                    "bottom": "18mm",
-                    "left": "14mm",
-                    "right": "14mm",
-                },
-                display_header_footer=True,
-                header_template="<div></div>",
-                footer_template=FOOTER,
-            )
-            browser.close()
-    finally:
-        server.shutdown()
+def typeset(tex: Path) -> Path:
+    """Run latexmk (xelatex) on ``tex``; returns the PDF, or stops on an error."""
+    missing = missing_tex()
+    if missing:
+        names = ", ".join(missing)
+        raise SystemExit(f"{names} not found: install TeX ({INSTALL_HINT})")
+    pdf = tex.with_suffix(".pdf")
+    pdf.unlink(missing_ok=True)
+    command = [
+        "latexmk",
+        "-pdf",
+        "-dvi-",
+        "-ps-",
+        "-interaction=nonstopmode",
+        "-halt-on-error",
+        "-file-line-error",
+        tex.name,
+    ]
+    env = dict(os.environ, LATEXOPTS="")
+    result = subprocess.run(
+        command, cwd=tex.parent, capture_output=True, text=True, env=env
+    )
+    log_path = tex.with_suffix(".log")
+    log = log_path.read_text(errors="replace") if log_path.exists() else ""
+    errors = latex_errors(log)
+    if result.returncode != 0 or errors or not pdf.exists():
+        shown = "\n".join(errors[:10]) or (result.stdout + result.stderr)[-4000:]
+        raise SystemExit(f"LaTeX failed on {tex} (log: {log_path}):\n{shown}")
+    return pdf
 
 
 def page_count(pdf: Path) -> int | None:
@@ -161,16 +119,30 @@ def page_count(pdf: Path) -> int | None:
     return None
 
 
+def build(output: Path = DEFAULT_OUTPUT) -> Path:
+    """Build the print edition into ``output``; returns it."""
+    started = time.perf_counter()
+    tex = build_latex()
+    latex_done = time.perf_counter()
+    pdf = typeset(tex)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(pdf, output)
+    done = time.perf_counter()
+    pages = page_count(output)
+    size = output.stat().st_size / 2**20
+    print(
+        f"print edition: {output} ({pages or '?'} pages, {size:.1f} MiB; "
+        f"LaTeX build {latex_done - started:.0f} s, "
+        f"xelatex {done - latex_done:.0f} s)"
+    )
+    return output
+
+
 def main(argv: list[str]) -> int:
     if len(argv) > 1 or (argv and argv[0] in ("-h", "--help")):
         print(__doc__)
         return 2
-    output = Path(argv[0]).resolve() if argv else DEFAULT_OUTPUT
-    page = build_single_page()
-    print_to_pdf(page, output)
-    pages = page_count(output)
-    size = output.stat().st_size / 2**20
-    print(f"print edition: {output} ({pages or '?'} pages, {size:.1f} MiB)")
+    build(Path(argv[0]).resolve() if argv else DEFAULT_OUTPUT)
     return 0
 
 
