@@ -13,6 +13,7 @@ form ``python -m relpos.book.bench`` prints and the book shows.
 from __future__ import annotations
 
 import json
+import textwrap
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
@@ -116,25 +117,34 @@ def _cell(value: float | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
-def format_table(results: dict[str, Any]) -> str:
+def format_table(results: dict[str, Any], width: int = 88) -> str:
     """A plain-text table: per length and backend, times, memory, ratios to reference.
 
     ``GFLOP`` is the forward's matrix-multiply work and ``roofline`` the fraction
     of the measured matmul throughput the forward reached (``-`` where unknown,
-    as in results written before the roofline was measured).
+    as in results written before the roofline was measured). The title is wrapped
+    to ``width`` characters; a measurement that did not succeed shows its status
+    and reason in place of its numbers, wrapped under them, so that without the
+    backward columns every line fits in ``width`` (88, the book's column).
     """
+    if not isinstance(width, int) or width < 40:
+        raise ValueError(f"width must be an int of at least 40, got {width!r}")
     config, machine = results["config"], results["machine"]
     show_backward = any(row.get("backward_s") is not None for row in results["results"])
-    header = ["n", "backend", "status", "forward s", "x ref", "GFLOP", "roofline"]
+    header = ["n", "backend", "forward s", "x ref", "GFLOP", "roofline"]
     if show_backward:
         header += ["fwd+bwd s", "x ref"]
-    header += ["peak MiB", "x ref", "compile s", "note"]
-    lines = []
+    header += ["peak MiB", "x ref", "compile s"]
+    lines, reasons = [], {}
     for row, ratio, roof in zip(results["results"], ratios(results), roofline(results)):
+        note = row.get("note") or row.get("error") or ""
+        if row["status"] != "ok":
+            reasons[len(lines)] = f"{row['status']}: {note}" if note else row["status"]
+            lines.append([str(row["n"]), row["backend"]])
+            continue
         cells = [
             str(row["n"]),
             row["backend"],
-            row["status"],
             _cell(row["forward_s"], ".4f"),
             _cell(ratio["time_ratio"], ".2f"),
             _cell(roof["flops"] / 1e9, ".1f"),
@@ -146,21 +156,45 @@ def format_table(results: dict[str, Any]) -> str:
                 _cell(ratio["backward_ratio"], ".2f"),
             ]
         peak = row["peak_bytes"] / MIB if row["peak_bytes"] is not None else None
-        note = row.get("note") or row.get("error") or ""
         cells += [_cell(peak, ".1f"), _cell(ratio["memory_ratio"], ".2f")]
-        cells += [_cell(row["compile_s"], ".1f"), note]
+        cells += [_cell(row["compile_s"], ".1f")]
+        if note:
+            reasons[len(lines)] = note
         lines.append(cells)
     widths = [
-        max(len(line[c]) for line in [header, *lines]) for c in range(len(header) - 1)
+        max(len(line[c]) for line in [header, *lines] if c < len(line))
+        for c in range(len(header))
     ]
 
     def render(cells: list[str]) -> str:
-        left = {1, 2}  # backend and status read better left-aligned
+        left = {1}  # the backend reads better left-aligned
         parts = [
             cell.ljust(width) if c in left else cell.rjust(width)
             for c, (cell, width) in enumerate(zip(cells, widths))
         ]
-        return "  ".join(parts + [cells[-1]]).rstrip()
+        return "  ".join(parts).rstrip()
+
+    indent = widths[0] + 2 + widths[1] + 2  # a reason starts where the numbers do
+    body = []
+    for number, cells in enumerate(lines):
+        text = render(cells)
+        if number not in reasons:
+            body.append(text)
+            continue
+        reason = reasons[number]
+        if len(cells) == 2:  # no numbers: the reason takes their place
+            first, rest = text.ljust(indent) + reason, ""
+        else:
+            first, rest = text, reason
+        wrapped = textwrap.wrap(
+            first, width, subsequent_indent=" " * indent, break_on_hyphens=False
+        )
+        if rest:
+            wrapped += textwrap.wrap(
+                rest, width, initial_indent=" " * indent,
+                subsequent_indent=" " * indent, break_on_hyphens=False,
+            )
+        body.extend(wrapped)
 
     title = (
         f"disentangled attention on {machine['device']} ({machine['device_name']}), "
@@ -169,21 +203,22 @@ def format_table(results: dict[str, Any]) -> str:
         f"max_relative_positions {config['max_relative_positions']}, "
         f"position_buckets {config['position_buckets']}; "
         f"median of {config['repeats']}; "
-        f"x ref = ratio to transformers at the same n"
+        f"x ref = ratio to transformers at the same n."
     )
     matmul = machine.get("matmul")
     if matmul:
         title += (
-            f"\nroofline = GFLOP / forward s / matmul throughput "
+            f" roofline = GFLOP / forward s / matmul throughput "
             f"({matmul['flop_per_s'] / 1e9:.1f} GFLOP/s, "
             f"{matmul['size']}^3 {matmul['dtype']} matmul, "
-            f"{matmul['threads']} threads, median of {len(matmul['runs_s'])})"
+            f"{matmul['threads']} threads, median of {len(matmul['runs_s'])})."
         )
     else:
         title += (
-            "\nroofline: no matmul throughput in these results "
-            "(measured from schema 2 on)"
+            " roofline: no matmul throughput in these results "
+            "(measured from schema 2 on)."
         )
-    rule = "-" * len(render(header))
-    body = [render(cells) for cells in lines]
-    return "\n".join([*title.splitlines(), render(header), rule, *body])
+    head = render(header)
+    rule = "-" * max(len(head), *(len(line) for line in body))
+    title_lines = textwrap.wrap(title, width, break_on_hyphens=False)
+    return "\n".join([*title_lines, head, rule, *body])
