@@ -28,19 +28,30 @@ RICHER = ("text/html", "image/svg+xml", "image/png", "image/jpeg", "text/latex")
 
 
 def fenced_code(markdown: str) -> list[str]:
-    """The lines inside fenced code blocks (not directives such as {figure})."""
+    """The lines inside fenced code blocks, not those of directives ({figure}, ...)."""
     lines: list[str] = []
-    fence = None
+    open_fences: list[tuple[str, bool]] = []  # (fence, holds code), innermost last
     for line in markdown.splitlines():
         match = FENCE.match(line)
-        if fence is None:
-            if match and not match.group(3).strip().startswith("{"):
-                fence = match.group(2)
-            continue
-        if match and match.group(2).startswith(fence[0] * len(fence)):
-            fence = None
-            continue
-        lines.append(line)
+        if match and match.group(2)[0] == "`" and "`" in match.group(3):
+            match = None  # inline code that starts a line (CommonMark: not a fence)
+        inside_code = bool(open_fences) and open_fences[-1][1]
+        if match:
+            fence, info = match.group(2), match.group(3).strip()
+            closes = (
+                open_fences
+                and not info
+                and fence[0] == open_fences[-1][0][0]
+                and len(fence) >= len(open_fences[-1][0])
+            )
+            if closes:
+                open_fences.pop()
+                continue
+            if not inside_code:
+                open_fences.append((fence, not info.startswith("{")))
+                continue
+        if inside_code:
+            lines.append(line)
     return lines
 
 
@@ -64,11 +75,10 @@ def too_wide(lines: list[str]) -> list[str]:
     return [f"{len(line)}: {line!r}" for line in lines if len(line) > MAX_LINE]
 
 
-def notebook_lines(path: Path) -> dict[str, list[str]]:
+def notebook_lines(notebook) -> dict[str, list[str]]:
     """Each cell's shown lines, keyed by where they are ('code cell 3', ...)."""
     found: dict[str, list[str]] = {}
-    cells = nbformat.read(path, as_version=4).cells
-    for number, cell in enumerate(cells):
+    for number, cell in enumerate(notebook.cells):
         if cell.cell_type == "code":
             found[f"code cell {number}"] = cell.source.expandtabs().splitlines()
             output = [line for out in cell.outputs for line in shown_output_lines(out)]
@@ -80,11 +90,8 @@ def notebook_lines(path: Path) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_every_shown_line_of_a_notebook_fits_the_column(path):
-    wide = {
-        where: lines
-        for where, lines in notebook_lines(path).items()
-        if (lines := too_wide(lines))
-    }
+    shown = notebook_lines(nbformat.read(path, as_version=4))
+    wide = {where: found for where, lines in shown.items() if (found := too_wide(lines))}
     report = "\n".join(f"  {where}: {line}" for where in wide for line in wide[where])
     assert not wide, f"{path.name}: lines over {MAX_LINE} characters:\n{report}"
 
@@ -92,9 +99,8 @@ def test_every_shown_line_of_a_notebook_fits_the_column(path):
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
 def test_every_code_line_of_a_page_fits_the_column(path):
     wide = too_wide(fenced_code(path.read_text()))
-    assert not wide, f"{path.name}: code lines over {MAX_LINE} characters:\n" + "\n".join(
-        wide
-    )
+    report = "\n".join(wide)
+    assert not wide, f"{path.name}: code lines over {MAX_LINE} characters:\n{report}"
 
 
 def test_the_width_check_sees_what_a_page_shows():
@@ -115,19 +121,8 @@ def test_the_width_check_sees_what_a_page_shows():
         ),
         nbformat.v4.new_markdown_cell(f"```python\n{long}\n```\n```{{math}}\n{long}\n```"),
     ]
-    found = {
-        where: too_wide(lines)
-        for where, lines in notebook_lines_of(notebook).items()
-    }
+    found = {where: too_wide(lines) for where, lines in notebook_lines(notebook).items()}
     assert len(found["output of code cell 0"]) == 1
     assert found["code cell 0"] == []
     assert len(found["code block in markdown cell 1"]) == 1
 
-
-def notebook_lines_of(notebook) -> dict[str, list[str]]:
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "probe.ipynb"
-        nbformat.write(notebook, path)
-        return notebook_lines(path)
