@@ -343,7 +343,7 @@ BLOCKS_WIDER_THAN_THEIR_COLUMN = """() => Array.from(
                    && block.scrollWidth > block.clientWidth + 1)
   .map(block => `${block.tagName.toLowerCase()}`
                 + ` ${block.scrollWidth - block.clientWidth} px too wide:`
-                + ` ${block.textContent.trim().slice(0, 60)}`)"""
+                + ` ${block.textContent.replace(/\\s+/g, ' ').trim().slice(0, 60)}`)"""
 
 PAGE_WIDTH = "() => [document.scrollingElement.scrollWidth, window.innerWidth]"
 
@@ -381,6 +381,26 @@ def findings(result: dict, impacts: tuple[str, ...]) -> list[str]:
     return lines
 
 
+AXE_OPTIONS = {
+    "runOnly": {"type": "tag", "values": WCAG_21_AA},
+    "resultTypes": ["violations"],
+}
+
+
+def test_the_audit_finds_a_known_violation(browser):
+    """An image without alt text and faint text are found: critical and serious."""
+    page = browser.new_page()
+    page.set_content(
+        "<html lang='en'><head><title>probe</title></head><body><main>"
+        "<img src='data:image/gif;base64,R0lGODlhAQABAAAAACw='>"
+        "<p style='color:#bbb;background:#fff'>faint text</p></main></body></html>"
+    )
+    found = findings(Axe().run(page, options=AXE_OPTIONS).response, FAILING_IMPACTS)
+    page.close()
+    assert any(line.startswith("image-alt (critical)") for line in found), found
+    assert any(line.startswith("color-contrast (serious)") for line in found), found
+
+
 @pytest.fixture(scope="session", params=["light", "dark"])
 def audit(request, built_site, server, browser) -> dict:
     """Every page read once in one mode, by one page object: what the tests assert on.
@@ -395,16 +415,12 @@ def audit(request, built_site, server, browser) -> dict:
     )
     page = context.new_page()
     axe = Axe()
-    options = {
-        "runOnly": {"type": "tag", "values": WCAG_21_AA},
-        "resultTypes": ["violations"],
-    }
     report: dict = {"mode": mode, "pages": {}}
     for path in built_pages(built_site):
         page.set_viewport_size({"width": WIDE, "height": 900})
         page.goto(f"{server}/{path}", wait_until="load")
         wait_for_math(page)
-        result = axe.run(page, options=options).response
+        result = axe.run(page, options=AXE_OPTIONS).response
         entry = {
             "theme": page.evaluate("() => document.documentElement.dataset.theme"),
             "failing": findings(result, FAILING_IMPACTS),
