@@ -8,7 +8,14 @@ notebook in the repository, and hidden exercise solutions open on click.
 It also opens a solution's toggle and checks the bibliography page and a
 citation link, and the API reference: every public name of the core in the site's
 objects.inv, the Shapes sections rendered, a link from the introduction resolved.
-Screenshots land in _build/screenshots/ for people to look at.
+
+Every built page (a glob of _build/html, not a list) is also read in light and in
+dark mode: the theme follows the reader's preference, axe-core's WCAG 2.1 A/AA audit
+finds nothing serious or critical (moderate and minor findings are printed), every
+code block and output fits its column at 1280 px, and at 390 px nothing makes the
+page wider than the screen (long lines and equations scroll in their own block).
+Screenshots land in _build/screenshots/ for people to look at (dark ones with
+"dark_" in front).
 
 Without Chromium the browser checks skip with a message saying how to install
 it; with RELPOS_REQUIRE_BROWSER=1 (set by .ci/run) that skip is a failure.
@@ -29,6 +36,7 @@ from urllib.parse import urlparse
 
 import pytest
 import yaml
+from axe_playwright_python.sync_playwright import Axe
 from sphinx.util.inventory import InventoryFile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,6 +55,12 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+# axe-core's rules for WCAG 2.1 levels A and AA; a finding of these impacts fails.
+WCAG_21_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+FAILING_IMPACTS = ("serious", "critical")
+WIDE, PHONE = 1280, 390
 
 
 def pages() -> list[str]:
@@ -319,3 +333,145 @@ def test_api_page_shows_shapes_and_chapters_link_to_it(server, browser):
     assert target.count() == 1 and target.is_visible()
     assert "clamp(r, -k, k - 1) + k" in target.locator("xpath=..").inner_text()
     page.close()
+
+
+# Accessibility and widths, every built page in both modes -------------------------
+
+BLOCKS_WIDER_THAN_THEIR_COLUMN = """() => Array.from(
+    document.querySelectorAll('article pre, article .cell_output, article div.math'))
+  .filter(block => block.offsetParent !== null
+                   && block.scrollWidth > block.clientWidth + 1)
+  .map(block => `${block.tagName.toLowerCase()}`
+                + ` ${block.scrollWidth - block.clientWidth} px too wide:`
+                + ` ${block.textContent.replace(/\\s+/g, ' ').trim().slice(0, 60)}`)"""
+
+PAGE_WIDTH = "() => [document.scrollingElement.scrollWidth, window.innerWidth]"
+
+
+def built_pages(built_site: Path) -> list[str]:
+    """Every HTML page of the built site, by its path (none under _static)."""
+    return sorted(
+        path.relative_to(built_site).as_posix()
+        for path in built_site.rglob("*.html")
+        if not any(part.startswith("_") for part in path.relative_to(built_site).parts)
+    )
+
+
+def wait_for_math(page) -> None:
+    if page.locator("div.math, span.math").count():
+        page.wait_for_function(
+            "() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+            timeout=30000,
+        )
+        page.evaluate("() => MathJax.startup.promise")
+
+
+def findings(result: dict, impacts: tuple[str, ...]) -> list[str]:
+    """One line per node of every violation of the given impacts: rule, node, why."""
+    lines = []
+    for violation in result["violations"]:
+        if violation["impact"] not in impacts:
+            continue
+        for node in violation["nodes"]:
+            where = ", ".join(str(target) for target in node["target"])
+            lines.append(
+                f"{violation['id']} ({violation['impact']}) at {where}:"
+                f" {node['html'][:160]} -- {node.get('failureSummary', '')[:200]}"
+            )
+    return lines
+
+
+AXE_OPTIONS = {
+    "runOnly": {"type": "tag", "values": WCAG_21_AA},
+    "resultTypes": ["violations"],
+}
+
+
+def test_the_audit_finds_a_known_violation(browser):
+    """An image without alt text and faint text are found: critical and serious."""
+    page = browser.new_page()
+    page.set_content(
+        "<html lang='en'><head><title>probe</title></head><body><main>"
+        "<img src='data:image/gif;base64,R0lGODlhAQABAAAAACw='>"
+        "<p style='color:#bbb;background:#fff'>faint text</p></main></body></html>"
+    )
+    found = findings(Axe().run(page, options=AXE_OPTIONS).response, FAILING_IMPACTS)
+    page.close()
+    assert any(line.startswith("image-alt (critical)") for line in found), found
+    assert any(line.startswith("color-contrast (serious)") for line in found), found
+
+
+@pytest.fixture(scope="session", params=["light", "dark"])
+def audit(request, built_site, server, browser) -> dict:
+    """Every page read once in one mode, by one page object: what the tests assert on.
+
+    At 1280 px: the theme it shows, axe-core's findings, the blocks wider than their
+    column. Then at 390 px: the page's width against the screen's.
+    """
+    mode = request.param
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    context = browser.new_context(
+        viewport={"width": WIDE, "height": 900}, color_scheme=mode
+    )
+    page = context.new_page()
+    axe = Axe()
+    report: dict = {"mode": mode, "pages": {}}
+    for path in built_pages(built_site):
+        page.set_viewport_size({"width": WIDE, "height": 900})
+        page.goto(f"{server}/{path}", wait_until="load")
+        wait_for_math(page)
+        result = axe.run(page, options=AXE_OPTIONS).response
+        entry = {
+            "theme": page.evaluate("() => document.documentElement.dataset.theme"),
+            "failing": findings(result, FAILING_IMPACTS),
+            "other": findings(result, ("moderate", "minor")),
+            "wide blocks": page.evaluate(BLOCKS_WIDER_THAN_THEIR_COLUMN),
+        }
+        if mode == "dark":
+            name = "dark_" + path.removesuffix(".html").replace("/", "_")
+            page.screenshot(path=str(SHOTS / f"{name}.png"))
+        page.set_viewport_size({"width": PHONE, "height": 844})
+        entry["phone width"] = page.evaluate(PAGE_WIDTH)
+        report["pages"][path] = entry
+    context.close()
+    return report
+
+
+def test_the_site_follows_the_readers_colour_preference(audit):
+    themes = {path: entry["theme"] for path, entry in audit["pages"].items()}
+    assert len(themes) >= len(pages()), sorted(themes)
+    wrong = {path: theme for path, theme in themes.items() if theme != audit["mode"]}
+    assert not wrong, f"pages not shown in {audit['mode']} mode: {wrong}"
+
+
+def test_no_serious_or_critical_wcag_violation(audit):
+    """axe-core, WCAG 2.1 A and AA, on every page; moderate findings are printed."""
+    for path, entry in audit["pages"].items():
+        for line in entry["other"]:
+            print(f"{audit['mode']} {path}: {line}")
+    failing = [
+        f"{audit['mode']} {path}: {line}"
+        for path, entry in audit["pages"].items()
+        for line in entry["failing"]
+    ]
+    assert not failing, "\n".join(failing)
+
+
+def test_code_blocks_fit_the_column_at_1280_px(audit):
+    wide = [
+        f"{path}: {block}"
+        for path, entry in audit["pages"].items()
+        for block in entry["wide blocks"]
+    ]
+    listed = "\n".join(wide)
+    mode = audit["mode"]
+    assert not wide, f"{mode}: {len(wide)} blocks wider than their column:\n{listed}"
+
+
+def test_no_page_is_wider_than_a_phone(audit):
+    wider = {
+        path: entry["phone width"]
+        for path, entry in audit["pages"].items()
+        if entry["phone width"][0] > entry["phone width"][1]
+    }
+    assert not wider, f"page width against the {PHONE} px screen: {wider}"
