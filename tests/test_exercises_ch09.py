@@ -10,7 +10,7 @@ marked slow (together some ten seconds); ``-m "not slow"`` leaves them out.
 from __future__ import annotations
 
 import statistics
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import torch
@@ -20,23 +20,15 @@ from relpos.book import results
 from relpos.book.experiments.sweep import as_schema_2
 from relpos.book.exercises import ExerciseError, check
 from relpos.book.exercises.ch09 import own_row_span
-from relpos.book.experiments import Config, compare
+from relpos.book.experiments import Config
 
-TRAINS = pytest.mark.slow  # a compare(...) run of the chapter's settings, seconds each
-LIVE = Config(task="relative", steps=200, train_size=256, test_lengths=(32, 128))
-FEW_STEPS = 20
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def run_of(config: Config, scheme: str) -> dict[str, Any]:
-    return compare(config, [scheme])[scheme]
+from _tiny import (  # noqa: E402  (one_thread_per_module: an autouse fixture)
+    FEW_STEPS,
+    LIVE,
+    TRAINS,
+    one_thread_per_module,  # noqa: F401
+    run_of,
+)
 
 
 # -- ch9-ex1: clip at k = 16 on the far task -------------------------------------------

@@ -10,33 +10,24 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 import pytest
-import torch
 
 from relpos.book import results
 from relpos.book.exercises import ExerciseError, check
 from relpos.book.exercises.ch10 import causal_gain
-from relpos.book.experiments import SCHEMES, Config, compare, register_scheme
+from relpos.book.experiments import SCHEMES, Config, register_scheme
 from relpos.book.experiments.schemes import (
     LearnedPositions,
     content_encoder,
     disentangled_encoder,
 )
 
-TRAINS = pytest.mark.slow  # a compare(...) run of the chapter's settings, seconds each
-LIVE = Config(task="relative", steps=200, train_size=256, test_lengths=(32, 128))
-FEW_STEPS = 20
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def run_of(config: Config, scheme: str) -> dict[str, Any]:
-    return compare(config, [scheme])[scheme]
+from _tiny import (  # noqa: E402  (one_thread_per_module: an autouse fixture)
+    FEW_STEPS,
+    LIVE,
+    TRAINS,
+    one_thread_per_module,  # noqa: F401
+    run_of,
+)
 
 
 # -- ch10-ex1: predict from coverage which scheme falls ------------------------------

@@ -158,8 +158,37 @@ def manual_class(app, config) -> None:
     config.latex_theme = "manual"
 
 
+def _with_reference_label(visit):
+    """sphinx-exercise labels a LaTeX exercise ``exercise:LABEL`` only, while a
+    ``{ref}`` to it (the instructors' page names exercises so) points at Sphinx's
+    ``DOCNAME:LABEL``: write that label too, so the reference resolves in print."""
+
+    def visit_with_label(self, node) -> None:
+        label = node.get("label", "")
+        entry = self.builder.env.sphinx_exercise_registry.get(label, {})
+        if entry.get("docname"):  # before the admonition, as its own label is
+            target = self.idescape(f"{entry['docname']}:{label}")
+            self.body.append(f"\\phantomsection\\label{{{target}}}")
+        visit(self, node)
+
+    return visit_with_label
+
+
+def label_exercises(app) -> None:
+    from sphinx_exercise import nodes as exercise
+
+    for node, visit, depart in (
+        (exercise.exercise_node, exercise.visit_exercise_node,
+         exercise.depart_exercise_node),
+        (exercise.exercise_enumerable_node, exercise.visit_exercise_enumerable_node,
+         exercise.depart_exercise_enumerable_node),
+    ):
+        app.add_node(node, override=True, latex=(_with_reference_label(visit), depart))
+
+
 def setup(app):
     app.connect("config-inited", manual_class, priority=800)
+    app.connect("builder-inited", label_exercises)
     app.add_post_transform(LeaveOutSetupCells)
     app.add_post_transform(KeepShortBlocksWhole)
     app.add_post_transform(AppendixPart)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import http.server
-import os
 import re
 import shutil
 import subprocess
@@ -45,16 +44,8 @@ SHOTS = ROOT / "_build" / "screenshots"
 sys.path.insert(0, str(ROOT / "tools"))
 
 import set_repo_url  # noqa: E402
+from _browser import console_errors_of  # noqa: E402 (tests/site: conftest.py)
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 # axe-core's rules for WCAG 2.1 levels A and AA; a finding of these impacts fails.
@@ -87,17 +78,13 @@ CHAPTERS_WITH_MATH = [
 ]
 
 
-def chromium_path() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
 @pytest.fixture(scope="session")
 def built_site() -> Path:
-    """Build the site with warnings as errors; no network is used or needed."""
+    """Build the site with warnings as errors; no network is used or needed.
+
+    The last build's pages go first: a page no longer in the book must not be
+    audited (a chapter that was renamed, say)."""
+    shutil.rmtree(HTML, ignore_errors=True)
     result = subprocess.run(
         [
             str(Path(sys.executable).parent / "jupyter-book"),
@@ -143,38 +130,12 @@ def server(built_site):
     httpd.shutdown()
 
 
-@pytest.fixture(scope="session")
-def browser():
-    executable = chromium_path()
-    if executable is None:
-        message = (
-            "Chromium not found: install it (Debian: apt-get install chromium) "
-            "to run the browser test"
-        )
-        if os.environ.get("RELPOS_REQUIRE_BROWSER") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(
-            executable_path=executable, args=CHROMIUM_ARGS
-        )
-        yield instance
-        instance.close()
-
-
 @pytest.mark.parametrize("source", pages())
 def test_page_in_browser(source, server, browser):
     SHOTS.mkdir(parents=True, exist_ok=True)
     page = browser.new_page(viewport={"width": 1280, "height": 900})
-    console_errors: list[str] = []
+    console_errors = console_errors_of(page)
     foreign: list[str] = []
-    page.on(
-        "console",
-        lambda msg: console_errors.append(msg.text) if msg.type == "error" else None,
-    )
-    page.on("pageerror", lambda exc: console_errors.append(str(exc)))
 
     def record(request):
         host = urlparse(request.url)
@@ -207,6 +168,15 @@ def test_page_in_browser(source, server, browser):
         ".filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)"
     )
     assert broken == [], broken
+
+    # A text alternative for every figure: a sentence that says what it shows,
+    # never its file name (myst-nb's default alt text is the image's path).
+    alts = page.eval_on_selector_all(
+        "article img", "els => els.map(e => e.getAttribute('alt') || '')"
+    )
+    file_name = re.compile(r"\.(png|svg|jpe?g)\b")
+    poor = [a for a in alts if len(a.split()) < 5 or file_name.search(a)]
+    assert poor == [], f"{stem}: figures without a text alternative: {poor}"
 
     # Colab launch link: this notebook's path in the repository.
     source_path = ROOT / source

@@ -16,7 +16,6 @@ npm the build fails with a message saying how to install it.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import sys
@@ -26,10 +25,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import build_slides  # noqa: E402
-from test_site import CHROMIUM_ARGS, chromium_path  # noqa: E402
+from _browser import console_errors_of  # noqa: E402
 
 DECKS = build_slides.deck_sources()
 SHOTS = ROOT / "_build" / "screenshots" / "slides"
@@ -138,27 +136,6 @@ def test_build_writes_every_deck_and_the_index(built_slides):
             assert marker not in text, f"{page.name} refers to another host: {marker}"
 
 
-@pytest.fixture(scope="session")
-def browser():
-    executable = chromium_path()
-    if executable is None:
-        message = (
-            "Chromium not found: install it (Debian: apt-get install chromium) "
-            "to run the browser test"
-        )
-        if os.environ.get("RELPOS_REQUIRE_BROWSER") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(
-            executable_path=executable, args=CHROMIUM_ARGS
-        )
-        yield instance
-        instance.close()
-
-
 # What a deck may load: its own files (and what the browser makes in memory).
 LOCAL = ("file://", "data:", "blob:", "about:")
 
@@ -177,13 +154,8 @@ FIT = """() => {
 @pytest.mark.parametrize("source", DECKS, ids=lambda p: p.stem)
 def test_deck_in_browser(source, built_slides, browser):
     page = browser.new_page(viewport={"width": 1280, "height": 720})
-    console_errors: list[str] = []
+    console_errors = console_errors_of(page)
     foreign: list[str] = []
-    page.on(
-        "console",
-        lambda msg: console_errors.append(msg.text) if msg.type == "error" else None,
-    )
-    page.on("pageerror", lambda exc: console_errors.append(str(exc)))
 
     def only_files(route):
         if route.request.url.startswith(LOCAL):

@@ -51,20 +51,10 @@ def labels() -> list[str]:
     return sorted(_CHECKS, key=order)
 
 
-def check(label: str, *answers: Any, **given: Any) -> None:
-    """Check the answer(s) to exercise ``label``; print a note if right, raise if wrong.
-
-    ``answers`` are what the exercise asks for (a number, a tensor, a function,
-    a module); ``given`` passes anything from the chapter that the check needs
-    to recompute the expected answer (for example ``scores=relative``).
-
-    Raises:
-        ExerciseError: the answer is wrong (a wrong type of answer included);
-            the message hints at the usual cause.
-        ValueError: ``label`` names no exercise, or a number given as an answer
-            is NaN or infinite (no exercise's answer is).
-        TypeError: ``label`` is not a string, or the answers or keywords do not
-            fit the exercise (too many, too few, an unknown keyword).
+def fitting_check(label: str, answers: tuple, given: dict) -> Callable[..., str]:
+    """The check of exercise ``label``, once the answers fit it: the right number of
+    answers and keywords, and no NaN or infinite number among them. Says nothing
+    about whether the answers are right (``check`` and ``grading.answered`` share it).
     """
     if not isinstance(label, str):
         raise TypeError(
@@ -84,6 +74,25 @@ def check(label: str, *answers: Any, **given: Any) -> None:
     for position, answer in enumerate(answers):
         name = "answer" if len(answers) == 1 else f"answer {position + 1}"
         _finite(answer, name)
+    return function
+
+
+def check(label: str, *answers: Any, **given: Any) -> None:
+    """Check the answer(s) to exercise ``label``; print a note if right, raise if wrong.
+
+    ``answers`` are what the exercise asks for (a number, a tensor, a function,
+    a module); ``given`` passes anything from the chapter that the check needs
+    to recompute the expected answer (for example ``scores=relative``).
+
+    Raises:
+        ExerciseError: the answer is wrong (a wrong type of answer included);
+            the message hints at the usual cause.
+        ValueError: ``label`` names no exercise, or a number given as an answer
+            is NaN or infinite (no exercise's answer is).
+        TypeError: ``label`` is not a string, or the answers or keywords do not
+            fit the exercise (too many, too few, an unknown keyword).
+    """
+    function = fitting_check(label, answers, given)
     try:
         note = function(*answers, **given)
     except ExerciseError as error:

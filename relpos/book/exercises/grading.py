@@ -18,11 +18,10 @@ finds one, and the hint is the feedback the student needs while writing it.
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Any
 
-from ._core import _CHECKS, _finite, _takes, labels
+from ._core import fitting_check
 
 WRITTEN_POINTS = 2
 
@@ -101,19 +100,9 @@ def answered(label: str, *answers: Any, **given: Any) -> None:
         ValueError: ``label`` names no exercise, or a number is NaN or infinite.
         TypeError: the answers or keywords do not fit the exercise.
     """
-    if label not in _CHECKS:
-        raise ValueError(f"label must be one of {labels()}, got {label!r}")
-    function = _CHECKS[label]
-    try:
-        inspect.signature(function).bind(*answers, **given)
-    except TypeError as error:
-        raise TypeError(
-            f"answers: {label} takes {_takes(function)}; got {len(answers)} answer(s)"
-            f" ({error})"
-        ) from None
+    fitting_check(label, answers, given)
     for position, answer in enumerate(answers):
         name = "answer" if len(answers) == 1 else f"answer {position + 1}"
-        _finite(answer, name)
         if answer is None or answer is Ellipsis:
             raise AssertionError(f"{label}: {name} is missing ({answer!r})")
     print(f"{label}: answered; the grader checks the values.")
