@@ -41,27 +41,7 @@ from relpos.book.experiments import (
 from relpos.book.experiments.cli import main
 from relpos.book.experiments.tasks import Task, position_labels, shifted_labels
 
-TINY = dict(
-    train_length=8,
-    test_lengths=(8, 16),
-    test_size=4,
-    steps=3,
-    batch_size=4,
-    hidden_size=8,
-    num_heads=2,
-    intermediate_size=16,
-    train_size=8,
-)
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread, restored after: the tiny models here train some twenty times
-    faster so on a busy machine (two threads wait on each other), and as fast idle."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+from _tiny import TINY, one_thread  # noqa: E402, F401  (one_thread: autouse fixture)
 
 
 @pytest.fixture

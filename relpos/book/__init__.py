@@ -6,6 +6,7 @@ Nothing in the core (``relpos`` without ``.book``) imports this package, and
 
 - ``relpos.book.exercises``: ``check(label, answer)`` for every exercise of the book;
 - ``relpos.book.plot``: the book's figures, each a function returning a Figure;
+- ``relpos.book.gradients``: which tensors each score term sends gradient to;
 - ``relpos.book.results``: the committed benchmark and sweep JSON (package data);
 - ``relpos.book.experiments``: tiny models trained on synthetic tasks
   (``python -m relpos.book.experiments``);
