@@ -12,6 +12,9 @@ are built"). For every notebook in book/ this script
 - drops the gated solution's Markdown (the explanation between ``{solution-start}``
   and ``{solution-end}``) and the two directive cells themselves;
 - clears the outputs of the solution's code cells;
+- keeps only the still picture of each interactive figure (an output marked
+  ``relpos-interactive`` loses its ``text/html``, which draws the chart on the
+  website only); Jupyter shows the picture and its text;
 - turns each ``{exercise}`` directive into plain Markdown ("**Exercise 2.1.** ...")
   and each ``{cite:p}`` role into "(Author et al., year)", since Jupyter shows MyST
   directives and roles as raw text.
@@ -118,6 +121,10 @@ def _outside_solutions(text: str, in_solution: bool) -> tuple[str, bool]:
     return "".join(kept).strip(), in_solution
 
 
+# The output metadata key of relpos.book.interactive.Interactive.
+INTERACTIVE = "relpos-interactive"
+
+
 def student_notebook(
     notebook: nbformat.NotebookNode, citations: dict[str, str]
 ) -> nbformat.NotebookNode:
@@ -138,6 +145,10 @@ def student_notebook(
             cell, _ = clear.preprocess_cell(cell, resources, len(cells))
         if cell.cell_type == "code" and in_solution:
             cell.outputs, cell.execution_count = [], None
+        if cell.cell_type == "code":
+            for output in cell.outputs:
+                if INTERACTIVE in output.get("metadata", {}):
+                    output.data.pop("text/html", None)
         cells.append(cell)
     if in_solution:
         raise ValueError("a {solution-start} without its {solution-end}")

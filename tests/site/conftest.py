@@ -1,19 +1,72 @@
-"""What the browser tests share: one headless Chromium for the whole session.
+"""What the site's tests share: the built site, its local server, one Chromium.
 
-Playwright's sync API runs one event loop per process, so the site's test and the
-slides' test share one browser instead of each starting their own.
+The site is built once per session (``built_site``) and served on 127.0.0.1
+(``server``) for the page test, the interactive figures' tests and the rest.
+Playwright's sync API runs one event loop per process, so every browser test
+shares one headless Chromium instead of each starting its own.
 """
 
 from __future__ import annotations
 
+import functools
+import http.server
 import os
+import shutil
+import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _browser import CHROMIUM_ARGS, chromium_path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+HTML = ROOT / "_build" / "html"
+
+
+@pytest.fixture(scope="session")
+def built_site() -> Path:
+    """Build the site with warnings as errors; no network is used or needed.
+
+    The last build's pages go first: a page no longer in the book must not be
+    audited (a chapter that was renamed, say)."""
+    shutil.rmtree(HTML, ignore_errors=True)
+    result = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "jupyter-book"),
+            "build",
+            ".",
+            "--all",
+            "-W",
+            "-n",
+            "--keep-going",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, f"jupyter-book build -W failed:\n{log[-6000:]}"
+    assert "WARNING" not in log, log[-6000:]
+    return HTML
+
+
+@pytest.fixture(scope="session")
+def server(built_site):
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+    handler = functools.partial(Quiet, directory=str(built_site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
 
 @pytest.fixture(scope="session")
 def browser():

@@ -23,13 +23,8 @@ it; with RELPOS_REQUIRE_BROWSER=1 (set by .ci/run) that skip is a failure.
 
 from __future__ import annotations
 
-import functools
-import http.server
 import re
-import shutil
-import subprocess
 import sys
-import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -45,8 +40,6 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import set_repo_url  # noqa: E402
 from _browser import console_errors_of  # noqa: E402 (tests/site: conftest.py)
-
-
 
 # axe-core's rules for WCAG 2.1 levels A and AA; a finding of these impacts fails.
 WCAG_21_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
@@ -78,33 +71,6 @@ CHAPTERS_WITH_MATH = [
 ]
 
 
-@pytest.fixture(scope="session")
-def built_site() -> Path:
-    """Build the site with warnings as errors; no network is used or needed.
-
-    The last build's pages go first: a page no longer in the book must not be
-    audited (a chapter that was renamed, say)."""
-    shutil.rmtree(HTML, ignore_errors=True)
-    result = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "jupyter-book"),
-            "build",
-            ".",
-            "--all",
-            "-W",
-            "-n",
-            "--keep-going",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    log = result.stdout + result.stderr
-    assert result.returncode == 0, f"jupyter-book build -W failed:\n{log[-6000:]}"
-    assert "WARNING" not in log, log[-6000:]
-    return HTML
-
-
 def test_site_is_self_contained(built_site):
     """No page refers a browser to another host for scripts, styles or fonts."""
     for page in built_site.rglob("*.html"):
@@ -114,20 +80,6 @@ def test_site_is_self_contained(built_site):
                 f"{page.relative_to(built_site)} loads from another host: {marker}"
             )
     assert (built_site / "_static" / "mathjax" / "tex-chtml.js").exists()
-
-
-@pytest.fixture(scope="session")
-def server(built_site):
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args) -> None:
-            pass
-
-    handler = functools.partial(Quiet, directory=str(built_site))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
 
 
 @pytest.mark.parametrize("source", pages())

@@ -1,0 +1,30 @@
+"""The book's central figures as interactive Vega-Lite charts, with a still for print.
+
+Each figure is an :class:`Interactive`: a Vega-Lite chart (written with Altair,
+its data from ``relpos``) and the matplotlib figure of ``relpos.book.plot`` that
+shows the same thing at the chapter's settings. A notebook cell that ends in one
+stores both: the website draws the chart with the Vega libraries it ships
+(``book/_ext/interactive.py``), the PDF and a reader without JavaScript get the
+still, and on Colab the chart is drawn by Altair's own renderer.
+
+Where the browser evaluates a formula itself (delta, the log buckets), the same
+chart is evaluated outside the browser by the same Vega engine, through
+``vl-convert`` (:func:`evaluate`), and the tests compare what it drew with
+``relpos`` over a grid of settings.
+"""
+
+from __future__ import annotations
+
+from ._controls import checkbox, select, slider
+from ._evaluate import drawn, evaluate, parse_description
+from ._figure import Interactive
+
+__all__ = [
+    "Interactive",
+    "checkbox",
+    "drawn",
+    "evaluate",
+    "parse_description",
+    "select",
+    "slider",
+]
