@@ -118,8 +118,8 @@ def evaluate(
     name="delta")``) draws its mark as ``"delta_marks"``. Needs ``vl-convert-python``
     (the ``site`` and ``test`` extras).
 
-    Shapes:
-        returns: mark name -> one dict per drawn item, field title -> value.
+    Returns:
+        mark name -> one dict per drawn item, field title -> value.
     """
     try:
         import vl_convert

@@ -61,9 +61,6 @@ class Interactive:
             it is closed here so the notebook shows it only once.
         hint: one line telling the reader what to move ("Move n and k; hover a
             cell for its values"), shown above the live chart.
-
-    Shapes:
-        no tensors: ``spec`` is the chart's JSON as a dict.
     """
 
     def __init__(
