@@ -114,6 +114,9 @@ def test_page_in_browser(source, server, browser):
         )
         assert page.locator("mjx-merror").count() == 0, f"{stem} has a MathJax error"
 
+    # Interactive figures: every one drawn (a failure to draw is a console error).
+    wait_for_figures(page)
+
     # Images: every one loaded with a real size.
     broken = page.evaluate(
         "() => Array.from(document.images)"
@@ -218,7 +221,9 @@ def test_inventory_holds_every_public_name_of_the_core(built_site):
             role = (
                 "py:class"
                 if inspect.isclass(value)
-                else "py:function" if callable(value) else "py:data"
+                else "py:function"
+                if callable(value)
+                else "py:data"
             )
             full = f"{module.__name__}.{name}"
             assert full in found.get(role, {}), f"{full} is not a {role} of objects.inv"
@@ -260,7 +265,8 @@ def test_api_page_shows_shapes_and_chapters_link_to_it(server, browser):
 # Accessibility and widths, every built page in both modes -------------------------
 
 BLOCKS_WIDER_THAN_THEIR_COLUMN = """() => Array.from(
-    document.querySelectorAll('article pre, article .cell_output, article div.math'))
+    document.querySelectorAll(
+      'article pre, article .cell_output, article div.math, article .relpos-live'))
   .filter(block => block.offsetParent !== null
                    && block.scrollWidth > block.clientWidth + 1)
   .map(block => `${block.tagName.toLowerCase()}`
@@ -286,6 +292,17 @@ def wait_for_math(page) -> None:
             timeout=30000,
         )
         page.evaluate("() => MathJax.startup.promise")
+
+
+def wait_for_figures(page) -> None:
+    """Wait until every interactive figure of the page is drawn (its chart, not its
+    still), so the audit and the width checks read what a reader sees."""
+    if page.locator("figure.relpos-interactive").count():
+        page.wait_for_function(
+            "() => Array.from(document.querySelectorAll('figure.relpos-interactive'))"
+            ".every(f => f.dataset.live)",
+            timeout=30000,
+        )
 
 
 def findings(result: dict, impacts: tuple[str, ...]) -> list[str]:
@@ -342,6 +359,7 @@ def audit(request, built_site, server, browser) -> dict:
         page.set_viewport_size({"width": WIDE, "height": 900})
         page.goto(f"{server}/{path}", wait_until="load")
         wait_for_math(page)
+        wait_for_figures(page)
         result = axe.run(page, options=AXE_OPTIONS).response
         entry = {
             "theme": page.evaluate("() => document.documentElement.dataset.theme"),
