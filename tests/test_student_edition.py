@@ -92,3 +92,39 @@ def test_an_unclosed_solution_is_refused():
     ]
     with pytest.raises(ValueError, match="without its"):
         student_edition.student_notebook(notebook, {})
+
+
+def test_interactive_figures_keep_only_their_still():
+    """Jupyter shows an interactive figure's still: its website HTML is dropped."""
+    output = nbformat.v4.new_output(
+        "display_data",
+        data={
+            "text/html": '<figure class="relpos-interactive">...</figure>',
+            "image/png": "iVBORw0KGgo=",
+            "text/plain": "A matrix.",
+        },
+        metadata={student_edition.INTERACTIVE: "delta"},
+    )
+    plain = nbformat.v4.new_output(
+        "display_data", data={"text/html": "<b>a table</b>", "text/plain": "a table"}
+    )
+    cell = nbformat.v4.new_code_cell("figure", outputs=[output, plain])
+    notebook = nbformat.v4.new_notebook(cells=[cell])
+    student = student_edition.student_notebook(notebook, citations={})
+    kept, other = student.cells[0].outputs
+    assert set(kept.data) == {"image/png", "text/plain"}
+    assert set(other.data) == {"text/html", "text/plain"}  # only figures lose HTML
+    assert "text/html" in notebook.cells[0].outputs[0].data  # the input is unchanged
+
+
+def test_the_chapters_interactive_figures_reach_students_as_stills(edition):
+    figures = 0
+    for chapter in CHAPTERS:
+        student = nbformat.read(edition / chapter.name, as_version=4)
+        for cell in student.cells:
+            for output in cell.get("outputs", []):
+                if student_edition.INTERACTIVE in output.get("metadata", {}):
+                    figures += 1
+                    assert "text/html" not in output.data
+                    assert "image/png" in output.data
+    assert figures >= 6, f"{figures} interactive figures in the student edition"
