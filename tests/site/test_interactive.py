@@ -81,8 +81,7 @@ def test_every_figure_stays_within_its_budget(built_site, pages):
             name = block.group(1)
             assert len(spec.encode()) < SPEC_BUDGET, (name, len(spec))
             assert len(still) < STILL_BUDGET, (name, len(still))
-            kb = f"chart JSON {len(spec) / 1000:.0f} kB, still {len(still) / 1000:.0f} kB"
-            print(f"{name}: {kb}")
+            print(f"{name}: chart JSON {len(spec) // 1000} kB, still {len(still) // 1000} kB")
 
 
 @pytest.fixture(scope="module")
