@@ -81,7 +81,8 @@ def test_every_figure_stays_within_its_budget(built_site, pages):
             name = block.group(1)
             assert len(spec.encode()) < SPEC_BUDGET, (name, len(spec))
             assert len(still) < STILL_BUDGET, (name, len(still))
-            print(f"{name}: chart JSON {len(spec) // 1000} kB, still {len(still) // 1000} kB")
+            sizes = (len(spec) // 1000, len(still) // 1000)
+            print("{}: chart JSON {} kB, still {} kB".format(name, *sizes))
 
 
 @pytest.fixture(scope="module")
