@@ -122,7 +122,9 @@ class Interactive:
         self, include: Any = None, exclude: Any = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         if "google.colab" in sys.modules:
-            return self.chart._repr_mimebundle_(include, exclude)
+            # Altair's active renderer, on the chart as the site draws it (with the
+            # book's look and the text alternative).
+            return altair.renderers.get()(self.spec), {OUTPUT_KEY: self.name}
         data = {
             "text/html": self.html(),
             "image/png": base64.b64encode(self.png).decode("ascii"),
