@@ -87,8 +87,9 @@ def buckets_chart(
 
     Returns:
         The chart; its mark ``buckets_marks`` draws one point per distance
-        ("i - j: 300; bucket: 170; table row: 426; region: logarithmic"),
-        ``chosen_marks`` the line of text about the chosen distance.
+        ("distance i - j: 300; bucket: 207; region: logarithmic; i - j: 300;
+        table row: 463"), ``chosen_marks`` the line of text about the chosen
+        distance.
     """
     bucket_size, max_position = _check(bucket_size, max_position)
     distance = check_int("distance", distance)
@@ -108,7 +109,7 @@ def buckets_chart(
         .transform_calculate(bucket=BUCKET)
         .transform_calculate(row=ROW, region=REGION)
     )
-    x = alt.X("r:Q", title="distance i - j")
+    x = alt.X("r:Q", title="distance i - j", scale=alt.Scale(nice=False))
     y = alt.Y("bucket:Q", title="bucket")
     exact = (
         alt.Chart(alt.sequence(0, 1, as_="s"))
@@ -124,6 +125,21 @@ def buckets_chart(
         .mark_line(color="grey", strokeDash=[5, 4], strokeWidth=1, aria=False)
         .encode(x=x, y=alt.Y("r:Q"))
         .properties(name="identity")
+    )
+    # Dotted: distance +-(M - 1), which reaches bucket +-(K - 1), and bucket +-K,
+    # beyond which the table row clips.
+    sides = alt.Chart(alt.sequence(0, 2, as_="s")).transform_filter(VALID)
+    reach = (
+        sides.transform_calculate(x="(2 * datum.s - 1) * (max_position - 1)")
+        .mark_rule(color="#d62728", strokeDash=[2, 3], aria=False)
+        .encode(x="x:Q")
+        .properties(name="reach")
+    )
+    edge = (
+        sides.transform_calculate(y="(2 * datum.s - 1) * buckets")
+        .mark_rule(color="#ff7f0e", strokeDash=[2, 3], aria=False)
+        .encode(y="y:Q")
+        .properties(name="edge")
     )
     points = (
         distances.mark_circle(size=14, opacity=0.9)
@@ -142,7 +158,6 @@ def buckets_chart(
                 alt.Tooltip("r:Q", title="i - j"),
                 alt.Tooltip("bucket:Q", title="bucket"),
                 alt.Tooltip("row:Q", title="table row"),
-                alt.Tooltip("region:N", title="region"),
             ],
         )
         .add_params(hover)
@@ -156,7 +171,9 @@ def buckets_chart(
         .transform_calculate(row=ROW, region=REGION)
     )
     marker = (
-        chosen.mark_point(size=120, color="black", strokeWidth=2, aria=False)
+        chosen.mark_point(
+            size=120, color="black", strokeWidth=2, clip=True, aria=False
+        )
         .encode(x=x, y=y)
         .properties(name="marker")
     )
@@ -185,10 +202,15 @@ def buckets_chart(
     )
     title = alt.Title(
         alt.ExprRef("'log buckets, K = ' + buckets + ', M = ' + max_position"),
-        subtitle="exact region shaded, the identity bucket = i - j dashed",
+        subtitle=(
+            "exact region shaded, identity dashed, dotted at i - j = \u00b1(M - 1) "
+            "and bucket = \u00b1K"
+        ),
     )
     return (
-        alt.layer(exact, identity, points, marker, line, invalid, title=title)
+        alt.layer(
+            exact, reach, edge, identity, points, marker, line, invalid, title=title
+        )
         .add_params(*controls)
         .properties(width=WIDTH, height=HEIGHT)
     )

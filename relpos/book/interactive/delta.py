@@ -90,8 +90,10 @@ def delta_chart(
 
     Returns:
         The chart; its views ``distance`` and ``delta`` draw marks ``distance_marks``
-        and ``delta_marks`` (one item per cell, "i: 3; j: 1; i - j: 2; delta(i, j):
-        6"), its view ``chosen`` the line of text about the chosen cell.
+        and ``delta_marks``, one item per cell ("key position j: 1; query position
+        i: 3; table row: 5; chosen: 1; i: 3; j: 1; i - j: 2; delta(i, j): 5";
+        ``chosen`` is 1 for the outlined cell), and its view ``chosen`` the line of
+        text about the chosen cell.
     """
     n, k, max_n, max_k = _check(n, k, max_n, max_k)
     controls = [
