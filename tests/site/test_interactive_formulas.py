@@ -100,6 +100,16 @@ def test_buckets_figure_follows_the_bucket_count_and_maximum_position(
     (line,) = drawn(page, "buckets", "chosen_marks")
     expected = relpos.log_bucket_position(torch.tensor([-2040]), 4, 8).item()
     assert (line["i - j"], line["bucket"]) == (-2040, expected)
+    # Hover chooses the nearest point instead (the voronoi cells cover the plot).
+    plot = page.locator("figure#figure-buckets svg g.buckets_voronoi").bounding_box()
+    page.mouse.move(plot["x"] + 0.3 * plot["width"], plot["y"] + 0.5 * plot["height"])
+    settle(page, "buckets")
+    (line,) = drawn(page, "buckets", "chosen_marks")
+    r0 = int(line["i - j"])
+    assert -16 < r0 < 0, line
+    expected = relpos.log_bucket_position(torch.tensor([r0]), 4, 8).item()
+    assert line["bucket"] == expected
+    page.mouse.move(0, 0)
     # A setting relpos refuses (more buckets than positions) draws no bucket.
     choose(page, "buckets", "buckets K", "512")
     choose(page, "buckets", "max position M", "256")
