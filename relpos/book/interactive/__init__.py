@@ -18,9 +18,13 @@ from __future__ import annotations
 from ._controls import checkbox, select, slider
 from ._evaluate import drawn, evaluate, parse_description
 from ._figure import Interactive
+from .buckets import buckets_chart, buckets_figure
+from .delta import delta_chart, delta_figure
 
 __all__ = [
     "Interactive",
+    "buckets_chart", "buckets_figure",
+    "delta_chart", "delta_figure",
     "checkbox",
     "drawn",
     "evaluate",
