@@ -13,9 +13,8 @@ async function draw(figure) {
   const live = document.createElement("div");
   live.className = "relpos-live";
   // A chart wider than the column scrolls inside its own frame, reachable by keyboard.
+  // Vega-Embed makes the frame a graphics document labelled with the description.
   live.tabIndex = 0;
-  live.setAttribute("role", "region");
-  live.setAttribute("aria-label", "Interactive figure: " + (spec.description || ""));
   figure.insertBefore(live, figure.querySelector(".relpos-still"));
   const result = await vegaEmbed(live, spec, OPTIONS);
   window.relposViews[figure.dataset.figure] = result.view;

@@ -118,8 +118,10 @@ def test_every_chart_carries_its_text_alternative(pages, live_pages):
             spec = json.loads(figure.locator("script.relpos-spec").text_content())
             alt = figure.locator("img.relpos-still").get_attribute("alt")
             assert spec["description"] == alt and len(alt.split()) >= 8, name
-            svg = figure.locator(".relpos-live svg").first
-            assert svg.get_attribute("aria-label") == alt, name
+            # Vega names the chart's frame a graphics document, labelled with it
+            frame = figure.locator(".relpos-live")
+            assert frame.get_attribute("aria-label") == alt, name
+            assert frame.get_attribute("role") == "graphics-document", name
 
 
 def test_every_control_is_labelled_and_reached_by_the_keyboard(pages, live_pages):

@@ -23,9 +23,11 @@ from .delta import delta_chart, delta_figure
 
 __all__ = [
     "Interactive",
-    "buckets_chart", "buckets_figure",
-    "delta_chart", "delta_figure",
+    "buckets_chart",
+    "buckets_figure",
     "checkbox",
+    "delta_chart",
+    "delta_figure",
     "drawn",
     "evaluate",
     "parse_description",
