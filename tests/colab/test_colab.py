@@ -146,7 +146,7 @@ def test_an_output_that_changed_is_caught(colab_python: Path, tmp_path: Path):
     import nbformat
 
     notebook = nbformat.v4.new_notebook()
-    stale = nbformat.v4.new_code_cell("print(6 * 7)")
+    stale = nbformat.v4.new_code_cell("print(6 * 7)", execution_count=1)
     stale.outputs = [nbformat.v4.new_output("stream", name="stdout", text="41\n")]
     notebook.cells = [
         nbformat.v4.new_code_cell('REPO_URL = "https://example.invalid/relpos"'),
