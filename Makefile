@@ -40,10 +40,12 @@ $(TEST_ENV): pyproject.toml constraints.txt | $(BIN)/python
 book: $(SITE_ENV)
 	$(BIN)/jupyter-book build . --path-output . --keep-going
 
-# The four suites run two at a time (the machines have two cores), the longest
-# first; each suite's output is printed whole when it ends (--output-sync).
+# The three suites run two at a time (the machines have two cores), the longest
+# first; each suite's output is printed whole when it ends (--output-sync). The
+# stored notebooks are checked inside `colab`: each chapter runs once, alone, under
+# nbval there (`make notebooks` runs nbval here, in .venv, without the Colab part).
 test: $(TEST_ENV)
-	$(MAKE) --no-print-directory -j2 --output-sync=target colab unit site notebooks
+	$(MAKE) --no-print-directory -j2 --output-sync=target colab unit site
 
 unit: $(TEST_ENV)
 	$(BIN)/python -m pytest tests --ignore=tests/site --ignore=tests/colab
@@ -56,7 +58,8 @@ notebooks: $(TEST_ENV)
 	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with book/sanitize.cfg book
 
 # Each chapter alone, as Colab opens it: a separate Python (.venv-colab) with only
-# torch, numpy, matplotlib and a kernel; the setup cell installs this clone's HEAD.
+# torch, numpy, matplotlib and a kernel (and pytest and nbval to run it); the setup
+# cell installs this clone's HEAD; every output is compared with the stored one.
 colab: $(TEST_ENV)
 	$(BIN)/python -m pytest tests/colab
 

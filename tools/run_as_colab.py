@@ -9,12 +9,18 @@ The notebook is copied by itself into a fresh temporary folder (nothing of the
 repository beside it), its setup cell's REPO_URL is pointed at ``--repo`` (so the
 cell's ``pip install relpos[book,interop] @ git+REPO_URL`` installs the clone under
 test), and every cell runs in a kernel of this Python with that folder as the
-working directory. Outputs are not compared: this checks that the chapter runs
-alone, not what it prints (nbval does that). On an error it names the chapter and
-the cell, shows the cell's first lines and the traceback, and exits with 1.
+working directory. On an error it names the chapter and the cell, shows the
+cell's first lines and the traceback, and exits with 1.
 
-This script needs only nbformat and nbclient (Colab has both); it imports
-nothing of the project.
+With ``--compare SANITIZE_CFG`` the copy is run by nbval instead (``pytest
+--nbval --nbval-current-env``, with that file's sanitizers): every cell's output
+must also equal the stored one, as ``make notebooks`` checks in the developer's
+environment. One run then checks both that the chapter runs alone and what it
+prints. This needs pytest and nbval in this Python (the test harness, which the
+chapters never import).
+
+Without ``--compare`` this script needs only nbformat and nbclient (Colab has
+both); it imports nothing of the project.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import argparse
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -45,7 +52,26 @@ def point_setup_cell(notebook: nbformat.NotebookNode, repo: str) -> int:
     raise ValueError("the notebook has no code cell")
 
 
-def run_alone(source: Path, repo: str, timeout: int) -> str:
+def compare_alone(copy: Path, sanitize: Path, timeout: int) -> str:
+    """Run ``copy`` under nbval; an empty string if every cell ran and matched."""
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env",
+            f"--nbval-sanitize-with={sanitize}", f"--nbval-cell-timeout={timeout}",
+            "-p", "no:cacheprovider", "-q", str(copy),
+        ],
+        cwd=copy.parent, capture_output=True, text=True,
+    )
+    cells = sum(c.cell_type == "code" for c in nbformat.read(copy, as_version=4).cells)
+    if result.returncode != 0 or f"{cells} passed" not in result.stdout:
+        report = (result.stdout + result.stderr)[-6000:]
+        return f"{copy.name}: nbval, {cells} code cells, when run alone:\n{report}"
+    return ""
+
+
+def run_alone(
+    source: Path, repo: str, timeout: int, sanitize: Path | None = None
+) -> str:
     """Copy ``source`` alone into an empty folder and execute it there.
 
     Returns an empty string on success, else a report naming the failed cell.
@@ -55,6 +81,9 @@ def run_alone(source: Path, repo: str, timeout: int) -> str:
         shutil.copyfile(source, copy)
         notebook = nbformat.read(copy, as_version=4)
         point_setup_cell(notebook, repo)
+        if sanitize is not None:
+            nbformat.write(notebook, copy)
+            return compare_alone(copy, sanitize.resolve(), timeout)
         client = NotebookClient(
             notebook,
             timeout=timeout,
@@ -78,14 +107,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebook", type=Path, help="the chapter notebook to run")
     parser.add_argument("--repo", required=True, help="URL pip installs relpos from")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per cell")
+    parser.add_argument(
+        "--compare", type=Path, metavar="SANITIZE_CFG",
+        help="run under nbval with these sanitizers: outputs must equal the stored ones",
+    )
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    failure = run_alone(args.notebook, args.repo, args.timeout)
+    failure = run_alone(args.notebook, args.repo, args.timeout, args.compare)
     if failure:
         print(failure)
         return 1
     seconds = time.perf_counter() - start
-    print(f"{args.notebook.name}: ran alone, top to bottom, in {seconds:.0f} s")
+    compared = ", every output as stored" if args.compare else ""
+    print(f"{args.notebook.name}: ran alone, top to bottom{compared}, in {seconds:.0f} s")
     return 0
 
 
