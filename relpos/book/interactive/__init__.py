@@ -18,13 +18,19 @@ from __future__ import annotations
 from ._controls import checkbox, select, slider
 from ._evaluate import drawn, evaluate, parse_description
 from ._figure import Interactive
+from .landscape import landscape_chart, landscape_figure
+from .results import results_chart, results_figure
 
 __all__ = [
     "Interactive",
     "checkbox",
     "drawn",
     "evaluate",
+    "landscape_chart",
+    "landscape_figure",
     "parse_description",
+    "results_chart",
+    "results_figure",
     "select",
     "slider",
 ]
