@@ -25,7 +25,7 @@ PANEL_WIDTH, PANEL_HEIGHT = 228, 110
 
 
 def scheme_label(name: str) -> str:
-    """A scheme's name without mathtext: ``"Shaw et al. ($k = 8$)"`` -> ``"... (k = 8)"``."""
+    """A scheme's name without mathtext: ``"Shaw ($k = 8$)"`` -> ``"Shaw (k = 8)"``."""
     return " ".join(str(name).replace("$", "").split())
 
 
@@ -178,8 +178,11 @@ def landscape_chart(
         .encode(x=x, y=y, color=colour, tooltip=tooltip)
         .properties(name="picked")
     )
-    rule = at_pick.transform_aggregate(count="count()", groupby=["r"]).mark_rule(color="#888", strokeDash=[3, 3]).encode(x=x).properties(
-        name="pickrule"
+    rule = (
+        at_pick.transform_aggregate(count="count()", groupby=["r"])
+        .mark_rule(color="#888", strokeDash=[3, 3])
+        .encode(x=x)
+        .properties(name="pickrule")
     )
     caption = (
         at_pick.transform_pivot("head", value="v", groupby=["scheme", "s"])
@@ -189,6 +192,7 @@ def landscape_chart(
             x=alt.value(0),
             y=alt.value(0),
             text=alt.Text("text:N", title="at the picked distance"),
+            tooltip=[alt.Tooltip("scheme:N", title="scheme")],
         )
         .properties(name="values")
     )

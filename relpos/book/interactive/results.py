@@ -120,13 +120,16 @@ def explorer_rows(sweeps: Sequence[Result] | None = None) -> list[dict[str, Any]
     return rows
 
 
-def _missing(setting: str, grid: Mapping[str, Any], task: str, scheme: str,
-             size: int) -> str:
+def _missing(
+    setting: str, grid: Mapping[str, Any], task: str, scheme: str, size: int
+) -> str:
     if scheme not in grid["scheme"]:
         return f"{scheme} is not in the {setting} sweep"
     if size not in grid["train_size"]:
         sizes = " and ".join(str(s) for s in grid["train_size"])
-        return f"{scheme} not run with {size} sequences in the {setting} sweep ({sizes})"
+        return (
+            f"{scheme} not run with {size} sequences in the {setting} sweep ({sizes})"
+        )
     if task not in grid["task"]:
         return f"the {setting} sweep has no {task} task"
     return f"{scheme} has no results for {task} in the {setting} sweep"
