@@ -147,3 +147,19 @@ def test_bad_input_names_the_argument():
         results_chart(SWEEPS[0])
     with pytest.raises(ValueError, match="sweeps"):
         results_chart([{"schema": 1}])
+
+
+@pytest.mark.parametrize("at", [32, 64, 128, 256])
+def test_the_readout_prints_each_shown_schemes_values(at):
+    ticked = ["shaw", "rotary", "deberta-buckets"]
+    marks = evaluate(CHART, task="absolute", size=32, at=at, **_ticks(ticked))
+    lines = [row["values"] for row in marks["readout_marks"]]
+    expected = []
+    for scheme in ticked:  # in the order of the sweep's schemes
+        cell = CELLS["encoder", "absolute", scheme, 32, at]
+        mean, lo, hi = (round(cell[k], 4) for k in ("mean", "min", "max"))
+        expected.append(
+            f"{scheme} at n = {at}, mean {100 * mean:.1f}%, seeds from "
+            f"{100 * lo:.1f}% to {100 * hi:.1f}%"
+        )
+    assert lines == expected

@@ -155,6 +155,12 @@ def test_results_explorer_follows_every_control(server, browser):
     toggle(page, "results", "deberta")
     ticked.remove("deberta")
     _expect(page, "encoder", "far", 8, ticked)
+    choose(page, "results", "values at test length", "64")
+    readout = [str(row["values"]) for row in drawn(page, "results", "readout_marks")]
+    assert len(readout) == len(ticked)
+    for line, scheme in zip(readout, ["absolute", "sinusoidal", "t5"]):
+        mean = round(CELLS["encoder", "far", scheme, 8, 64]["mean"], 4)
+        assert line.startswith(f"{scheme} at n = 64, mean {100 * mean:.1f}%"), line
     assert refused == [] and errors == []
     page.context.close()
 

@@ -30,6 +30,11 @@ PALETTE = (
     "#bcbd22", "#54a24b", "#e45756", "#ff9da6", "#8c2d04", "#17becf",
 )
 WIDTH, HEIGHT = 470, 280
+# The line per shown scheme that prints its values at the chosen test length.
+READOUT = (
+    "datum.scheme + ' at n = ' + datum.n + ', mean ' + format(datum.mean, '.1%') + "
+    "', seeds from ' + format(datum.lo, '.1%') + ' to ' + format(datum.hi, '.1%')"
+)
 # The chart's title names the cell the selectors chose.
 SUBJECT = (
     "'Accuracy against test length: ' + task + ', ' + "
@@ -151,12 +156,15 @@ def results_chart(
         task, setting, train_size: where the selectors start.
         shown: the schemes ticked at first.
 
-    The controls: ``task``, ``setting``, ``size`` and a checkbox per scheme,
+    The controls: ``task``, ``setting``, ``size``, ``at`` and a checkbox per scheme,
     ``show0``, ``show1``, ... in the order of the sweeps' schemes. Marks:
     ``lines_marks`` (one line per shown scheme), ``means_marks`` (one point per
     scheme and test length: scheme, test length, mean, lowest and highest seed,
     seeds), ``bands_marks`` (the seed ranges), ``train_marks`` (the training
-    length) and ``notes_marks`` (a line for each ticked scheme not run).
+    length), ``readout_marks`` (each shown scheme's values at the test length
+    ``at``, the keyboard's way to what hovering shows) and ``notes_marks`` (a
+    line for each ticked scheme not run). In a concatenation Vega-Lite names
+    the layered marks ``lines_0_marks``, ``means_0_marks`` and so on.
     """
     sweeps = _sweeps(sweeps)
     rows = explorer_rows(sweeps)
@@ -199,6 +207,13 @@ def results_chart(
             labels=[str(s) for s in sizes],
         ),
     ]
+    at = select(
+        "at",
+        "values at test length",
+        lengths,
+        lengths[-1],
+        labels=[str(n) for n in lengths],
+    )
     boxes = [
         checkbox(f"show{index}", scheme, scheme in shown)
         for index, scheme in enumerate(schemes)
@@ -289,6 +304,18 @@ def results_chart(
             ),
         ),
     )
+    readout = (
+        base.transform_filter("datum.n == at")
+        .transform_calculate(text=READOUT)
+        .transform_window(line="row_number()", sort=[{"field": "k"}])
+        .mark_text(align="left", baseline="top", fontSize=12, color="#222")
+        .encode(
+            x=alt.value(0),
+            y=alt.Y("line:O", axis=None),
+            text=alt.Text("text:N", title="values"),
+        )
+        .properties(name="readout", width=WIDTH, height=alt.Step(16))
+    )
     notes = (
         alt.Chart()
         .transform_filter(chosen)
@@ -302,8 +329,8 @@ def results_chart(
         )
         .properties(name="notes", width=WIDTH, height=alt.Step(16))
     )
-    return alt.vconcat(main, notes, data=data, spacing=6).add_params(
-        *controls, *boxes
+    return alt.vconcat(main, readout, notes, data=data, spacing=6).add_params(
+        *controls, at, *boxes
     )
 
 
@@ -343,7 +370,7 @@ def results_figure(
         still=still,
         hint=(
             "Choose a task, a setting and a training size; tick the schemes to "
-            "compare; hover a point for its mean and its seeds' range."
+            "compare; hover a point, or choose a test length, for the values."
         ),
     )
 
