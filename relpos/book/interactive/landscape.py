@@ -212,6 +212,8 @@ def landscape_chart(
         .resolve_scale(y="independent")
         .add_params(*boxes, head, pick)
         .properties(
+            # resize: the figure shrinks and grows as panels are hidden and shown.
+            autosize=alt.AutoSizeParams(type="pad", resize=True),
             title=alt.Title(
                 "What position adds to one query-key logit",
                 subtitle="one line per head; each panel its own vertical scale",

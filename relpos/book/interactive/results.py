@@ -308,7 +308,7 @@ def results_chart(
         base.transform_filter("datum.n == at")
         .transform_calculate(text=READOUT)
         .transform_window(line="row_number()", sort=[{"field": "k"}])
-        .mark_text(align="left", baseline="top", fontSize=12, color="#222")
+        .mark_text(align="left", baseline="middle", fontSize=12, color="#222")
         .encode(
             x=alt.value(0),
             y=alt.Y("line:O", axis=None),
@@ -321,7 +321,7 @@ def results_chart(
         .transform_filter(chosen)
         .transform_filter("isValid(datum.note)")
         .transform_window(line="row_number()")
-        .mark_text(align="left", baseline="top", fontSize=12, color="#8a3b00")
+        .mark_text(align="left", baseline="middle", fontSize=12, color="#8a3b00")
         .encode(
             x=alt.value(0),
             y=alt.Y("line:O", axis=None),
@@ -329,8 +329,11 @@ def results_chart(
         )
         .properties(name="notes", width=WIDTH, height=alt.Step(16))
     )
-    return alt.vconcat(main, readout, notes, data=data, spacing=6).add_params(
-        *controls, at, *boxes
+    # resize: the notes and the readout grow and shrink with the selection.
+    return (
+        alt.vconcat(main, readout, notes, data=data, spacing=6)
+        .add_params(*controls, at, *boxes)
+        .properties(autosize=alt.AutoSizeParams(type="pad", resize=True))
     )
 
 
