@@ -148,6 +148,15 @@ def test_results_explorer_follows_every_control(server, browser):
     _expect(page, "encoder", "far", 512, ticked)
     choose(page, "results", "setting", "causal decoder")
     _expect(page, "causal", "far", 512, ticked)  # sinusoidal: not run
+    inside = page.evaluate(
+        """() => {
+          const svg = document.querySelector('figure#figure-results svg');
+          const box = svg.getBoundingClientRect();
+          return Array.from(svg.querySelectorAll('g.notes_marks text')).map(
+            t => t.getBoundingClientRect().bottom <= box.bottom + 0.5);
+        }"""
+    )
+    assert inside == [True], "the note is drawn inside the figure, not cut off"
     choose(page, "results", "training sequences", "8")
     _expect(page, "causal", "far", 8, ticked)  # nothing run: four notes
     choose(page, "results", "setting", "encoder")
