@@ -20,6 +20,8 @@ from ._evaluate import drawn, evaluate, parse_description
 from ._figure import Interactive
 from .buckets import buckets_chart, buckets_figure
 from .delta import delta_chart, delta_figure
+from .landscape import landscape_chart, landscape_figure
+from .results import results_chart, results_figure
 
 __all__ = [
     "Interactive",
@@ -30,7 +32,11 @@ __all__ = [
     "delta_figure",
     "drawn",
     "evaluate",
+    "landscape_chart",
+    "landscape_figure",
     "parse_description",
+    "results_chart",
+    "results_figure",
     "select",
     "slider",
 ]
