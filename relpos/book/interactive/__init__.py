@@ -18,13 +18,19 @@ from __future__ import annotations
 from ._controls import checkbox, select, slider
 from ._evaluate import drawn, evaluate, parse_description
 from ._figure import Interactive
+from .streams import gather_chart, gather_figure
+from .table import similarity_chart, similarity_figure
 
 __all__ = [
     "Interactive",
     "checkbox",
     "drawn",
     "evaluate",
+    "gather_chart",
+    "gather_figure",
     "parse_description",
     "select",
+    "similarity_chart",
+    "similarity_figure",
     "slider",
 ]
