@@ -146,7 +146,7 @@ def _rows(spans: list[int], hidden_size: int) -> list[dict[str, Any]]:
 def similarity_chart(
     spans: Sequence[int] = SPANS,
     *,
-    k: int = 8,
+    k: int = 16,
     init: str = "normal",
     hidden_size: int = 768,
     size: int = 360,
@@ -218,8 +218,8 @@ def similarity_figure(
     trained = results.load(TRAINED_FILE)["training"]
     alt_text = (
         "Heatmap of the cosine similarity between every two rows of a table of "
-        "2k rows, k = 8, randomly initialised (normal, hidden size 768): 1 on the "
-        "diagonal, near 0 everywhere else. The controls choose the span k (2, 4, "
+        "2k rows, k = 16 (distances -16 to 15), randomly initialised (normal, hidden "
+        "size 768): 1 on the diagonal, near 0 everywhere else. The controls choose the span k (2, 4, "
         "8 or 16) and the table: random, sinusoidal (a wide bright band along the "
         "diagonal) or trained (the table a one-layer DeBERTa model of width 32 "
         f"learned in {trained['steps']} steps on the relative task, output the "
