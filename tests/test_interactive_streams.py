@@ -56,7 +56,8 @@ def test_the_values_are_relpos_score_terms(example):
         values["c2p"], relpos.content_to_position(q[None, None], pk[None], index)[0, 0]
     )
     torch.testing.assert_close(
-        values["p2c"], relpos.position_to_content(key[None, None], pq[None], index)[0, 0]
+        values["p2c"],
+        relpos.position_to_content(key[None, None], pq[None], index)[0, 0],
     )
 
 
@@ -109,7 +110,7 @@ def test_choosing_a_pair_outlines_the_row_delta_reads(example):
             assert float(lines[1].split(" = ")[2].split(",")[0]) == pytest.approx(
                 c2p, abs=1e-4
             )
-            assert f"row r = delta({i}, {j}) = {row}" in lines[1]
+            assert f"r = delta({i}, {j}) = {row}" in lines[1]
             assert lines[2].startswith(f"p2c[{i}, {j}] = (K Pqᵀ)[{j}, {row}] = ")
             p2c = float(lines[2].split(" = ")[2].split(",")[0])
             assert p2c == pytest.approx(values["p2c"][i, j].item(), abs=1e-4)
@@ -155,7 +156,8 @@ def test_numpy_inputs_are_accepted():
         (dict(query=[[1, 0]]), TypeError, "query must be a tensor"),
         (dict(key=torch.ones(2, 2)), ValueError, "same 1 ... 8 tokens"),
         (dict(pos_key=torch.ones(3, 2)), ValueError, "pos_query and pos_key"),
-        (dict(pos_query=torch.ones(4, 3), pos_key=torch.ones(4, 3)), ValueError, "width"),
+        (dict(pos_query=torch.ones(4, 3), pos_key=torch.ones(4, 3)), ValueError,
+         "width"),
         (dict(index=torch.full((3, 3), 4)), ValueError, "index must be"),
         (dict(index=torch.zeros(3, 3)), ValueError, "integer"),
         (dict(index=torch.zeros(3)), ValueError, "index must be 2-D"),

@@ -125,10 +125,10 @@ def _data(values: dict[str, torch.Tensor]) -> tuple[list, list, list, list]:
                           "c2c": c2c, "c2p": c2p, "p2c": p2c})
             texts = (
                 f"c2c[{i}, {j}] = Q{i} · K{j} = {c2c}",
-                f"c2p[{i}, {j}] = (Q Pkᵀ)[{i}, {r}] = {qpk},  row r = delta({i}, {j})"
-                f" = {r}  (i - j = {i - j})",
-                f"p2c[{i}, {j}] = (K Pqᵀ)[{j}, {r}] = {kpq},  row r = delta({i}, {j})"
-                f" = {r}",
+                f"c2p[{i}, {j}] = (Q Pkᵀ)[{i}, {r}] = {qpk},  "
+                f"r = delta({i}, {j}) = {r}",
+                f"p2c[{i}, {j}] = (K Pqᵀ)[{j}, {r}] = {kpq},  "
+                f"r = delta({i}, {j}) = {r}",
             )
             lines += [{"i": i, "j": j, "line": n_, "text": t}
                       for n_, t in enumerate(texts)]
@@ -249,10 +249,11 @@ def gather_chart(
         .transform_filter(PICKED)
         .mark_text(align="left", fontSize=13, font="monospace")
         .encode(
+            x=alt.value(0),
             y=alt.Y("line:O", axis=None),
             text=alt.Text("text:N", title="gather"),
         )
-        .properties(name="gather_lines", width=560, height=66)
+        .properties(name="gather_lines", width=440, height=66, view={"stroke": None})
     )
     chart = (
         alt.vconcat(

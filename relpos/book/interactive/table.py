@@ -12,7 +12,9 @@ The chart draws the cosine similarity between every two rows of a table of
   LayerNorm. Training takes a few seconds per k, so the tables are committed in
   ``relpos/book/results/trained_tables.json``; one command writes them again::
 
-      python -m relpos.book.interactive.table --output relpos/book/results/trained_tables.json
+      python -m relpos.book.interactive.table
+
+(``--output PATH`` writes elsewhere).
 
 Every similarity is computed here with ``relpos`` and rounded to 3 decimals; the
 browser only picks the (filling, k) to show and numbers the flattened columns
@@ -45,6 +47,7 @@ TRAINED_FILE = "trained_tables.json"
 TRAINING = dict(task="relative", scheme="deberta", steps=200, train_size=256,
                 test_lengths=(32,), seed=0)
 DECIMALS = 3
+AXIS = dict(labelOverlap="parity", labelSeparation=4)
 
 #: The distance of the second row of a drawn cell: ``column`` is the 1-based
 #: number of the cell in its flattened row (Vega's row_number), ``k`` the span.
@@ -173,8 +176,8 @@ def similarity_chart(
         .transform_calculate(b=SECOND_DISTANCE)
         .mark_rect()
         .encode(
-            x=alt.X("b:O", title=second),
-            y=alt.Y("a:O", title=first),
+            x=alt.X("b:O", title=second, axis=alt.Axis(labelAngle=0, **AXIS)),
+            y=alt.Y("a:O", title=first, axis=alt.Axis(**AXIS)),
             color=alt.Color(
                 "cos:Q",
                 title="cosine similarity",
@@ -218,12 +221,13 @@ def similarity_figure(
     trained = results.load(TRAINED_FILE)["training"]
     alt_text = (
         "Heatmap of the cosine similarity between every two rows of a table of "
-        "2k rows, k = 16 (distances -16 to 15), randomly initialised (normal, hidden "
-        "size 768): 1 on the diagonal, near 0 everywhere else. The controls choose the span k (2, 4, "
-        "8 or 16) and the table: random, sinusoidal (a wide bright band along the "
-        "diagonal) or trained (the table a one-layer DeBERTa model of width 32 "
-        f"learned in {trained['steps']} steps on the relative task, output the "
-        "token 3 positions back)."
+        "2k rows, k = 16 (distances -16 to 15), randomly initialised (normal, "
+        "hidden size 768): 1 on the diagonal, near 0 everywhere else. The controls "
+        "choose the span k (2, 4, 8 or 16) and the table: random, sinusoidal (a "
+        "wide bright band along the diagonal) or trained (the table a one-layer "
+        f"DeBERTa model of width 32 learned in {trained['steps']} steps on the "
+        "relative task, output the token 3 positions back; at k = 8 and 16 the row "
+        "of distance 3 points away from every other row)."
     )
     hint = (
         "Choose the table and the span k; hover a cell for its two distances and "
