@@ -152,7 +152,7 @@ def _panel(
 ) -> alt.Chart:
     """One matrix: coloured cells with their values written in, no pick yet."""
     base = alt.Chart(alt.Data(values=data)).encode(
-        x=alt.X(f"{x[0]}:O", title=x[1]),
+        x=alt.X(f"{x[0]}:O", title=x[1], axis=alt.Axis(labelAngle=0)),
         y=alt.Y(f"{y[0]}:O", title=y[1]),
     )
     tooltip = [alt.Tooltip(f"{y[0]}:Q", title=y[1]),
@@ -184,7 +184,7 @@ def _pick(
         .transform_filter(PICKED)
         .mark_rect(filled=False, stroke="#111", strokeWidth=3)
         .encode(
-            x=alt.X(f"{x[0]}:O", title=x[1]),
+            x=alt.X(f"{x[0]}:O", title=x[1], axis=alt.Axis(labelAngle=0)),
             y=alt.Y(f"{y[0]}:O", title=y[1]),
             tooltip=[alt.Tooltip("i:Q", title="query i"),
                      alt.Tooltip("j:Q", title="key j"),
