@@ -8,6 +8,8 @@ import re
 import pytest
 import torch
 
+import relpos
+
 from relpos import RelativePositionEmbedding, row_cosine_similarity
 from relpos.book import results
 from relpos.book.interactive import evaluate, similarity_chart, similarity_figure
@@ -34,6 +36,26 @@ def test_every_drawn_cell_is_relpos_similarity(chart, init, k):
         a, b = int(cell[FIRST]), int(cell[SECOND])
         want = round(expected[a + k, b + k].item(), 3)
         assert cell["cosine similarity"] == pytest.approx(want, abs=1e-9), (a, b)
+
+
+@pytest.mark.parametrize("k", table.SPANS)
+def test_the_sliders_choose_the_cell_of_the_rows_delta_reads(chart, k):
+    weight = table.table_weight("trained", k)
+    expected = row_cosine_similarity(weight, k, range(-k, k)).double()
+    for a, b in [(-16, 15), (-3, 2), (0, 1), (5, -9), (15, -16), (1, 1)]:
+        drawn = evaluate(chart, init="trained", k=k, first=a, second=b)
+        # the row a distance reads, as a distance again: delta(a) - k
+        row_a, row_b = relpos.delta(a, k), relpos.delta(b, k)
+        (cell,) = drawn["chosen_marks"]
+        assert (cell[FIRST], cell[SECOND]) == (row_a - k, row_b - k), (k, a, b)
+        want = round(expected[row_a, row_b].item(), 3)
+        assert cell["cosine similarity"] == pytest.approx(want, abs=1e-9)
+        (line,) = drawn["chosen_line_marks"]
+        # d3's format writes U+2212 for the minus sign
+        assert line["chosen"].replace("\u2212", "-") == (
+            f"rows of distances {row_a - k} and {row_b - k}, "
+            f"cosine similarity {want:.3f}"
+        )
 
 
 def test_the_fillings_look_as_chapter_3_says(chart):
@@ -94,7 +116,8 @@ def test_json_is_deterministic_named_and_small(chart):
     text = json.dumps(spec)
     assert not re.search(r"\b(param|view)_\d+", text)
     assert len(json.dumps(spec, separators=(",", ":"))) < 60_000
-    assert spec["width"] == spec["height"] == 360
+    assert spec["vconcat"][0]["width"] == spec["vconcat"][0]["height"] == 360
+    assert [p["name"] for p in spec["params"]] == ["init", "k", "first", "second"]
 
 
 def test_the_figure_holds_the_chart_and_a_still_of_its_own():

@@ -58,6 +58,15 @@ def test_chapter_3_k_and_the_table_change_the_drawn_matrix(browser, server):
     trained = _cells(page)
     assert trained != sinusoidal and len(trained) == 16 * 16
     assert all(v < 0 for (a, b), v in trained.items() if a == 3 and b != 3)
+
+    # the keyboard path: two sliders choose a cell, clipped into the window of k = 8
+    slide_to(page, "table", "first distance", 3)
+    slide_to(page, "table", "second distance", -12)
+    (cell,) = drawn(page, "table", "chosen_marks")
+    assert (cell[FIRST], cell[SECOND]) == (3, relpos.delta(-12, 8) - 8)
+    assert cell["cosine similarity"] == trained[(3, -8)] < 0
+    (line,) = drawn(page, "table", "chosen_line_marks")
+    assert line["chosen"].startswith("rows of distances 3 and -8, cosine similarity")
     assert refused == [] and errors == []
     page.context.close()
 

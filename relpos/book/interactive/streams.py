@@ -275,20 +275,21 @@ def gather_chart(
     # every layer of the three maps as its views, and Vega refuses the repeats.
     # Altair also suffixes the names of layers in a concat with their position;
     # the names given here are unique already.
-    spec = _plain_names(chart.to_dict())
+    spec = plain_names(chart.to_dict())
     spec["params"].insert(0, HOVER)
     return alt.VConcatChart.from_dict(spec)
 
 
-def _plain_names(node: Any) -> Any:
+def plain_names(node: Any) -> Any:
+    """``node`` with Altair's position suffix (``_0``) taken off every view name."""
     if isinstance(node, dict):
         if "mark" in node and isinstance(node.get("name"), str):
             node["name"] = re.sub(r"_\d+$", "", node["name"])
         for child in node.values():
-            _plain_names(child)
+            plain_names(child)
     elif isinstance(node, list):
         for child in node:
-            _plain_names(child)
+            plain_names(child)
     return node
 
 

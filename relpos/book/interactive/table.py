@@ -35,8 +35,9 @@ import torch
 from relpos import RelativePositionEmbedding, row_cosine_similarity
 from relpos.book import plot, results
 
-from ._controls import select
+from ._controls import select, slider
 from ._figure import Interactive
+from .streams import plain_names
 
 #: The spans a reader can choose, and the fillings.
 SPANS = (2, 4, 8, 16)
@@ -52,6 +53,12 @@ AXIS = dict(labelOverlap="parity", labelSeparation=4)
 #: The distance of the second row of a drawn cell: ``column`` is the 1-based
 #: number of the cell in its flattened row (Vega's row_number), ``k`` the span.
 SECOND_DISTANCE = "datum.column - 1 - k"
+#: The cell the sliders choose: both distances clipped into the window of k.
+CHOSEN = "datum.a == clamp(first, -k, k - 1) && datum.b == clamp(second, -k, k - 1)"
+CHOSEN_TEXT = (
+    "'rows of distances ' + datum.a + ' and ' + datum.b"
+    " + ', cosine similarity ' + format(datum.cos, '.3f')"
+)
 
 
 def _check_spans(spans: Sequence[int]) -> list[int]:
@@ -153,8 +160,12 @@ def similarity_chart(
     init: str = "normal",
     hidden_size: int = 768,
     size: int = 360,
-) -> alt.Chart:
-    """The row-similarity heatmap with selects for the filling and the span k."""
+) -> alt.VConcatChart:
+    """The row-similarity heatmap, selects for the filling and the span k.
+
+    Two sliders choose a cell from the keyboard (its distances clipped into the
+    window), outlined, with a line of text printing its similarity.
+    """
     spans = _check_spans(spans)
     if k not in spans:
         raise ValueError(f"k must be one of the spans {spans}, got {k!r}")
@@ -168,35 +179,50 @@ def similarity_chart(
     filling = select("init", "table", list(INITS), init, labels=list(INIT_LABELS))
     first = "distance i - j of the first row"
     second = "distance i - j of the second row"
-    return (
+    row_a = slider("first", "first distance", 0, -max(spans), max(spans) - 1)
+    row_b = slider("second", "second distance", 1, -max(spans), max(spans) - 1)
+    base = (
         alt.Chart(alt.Data(values=_rows(spans, hidden_size)))
         .transform_filter("datum.t == init && datum.k == k")
         .transform_flatten(["c"], as_=["cos"])
         .transform_window(column="row_number()", groupby=["a"])
         .transform_calculate(b=SECOND_DISTANCE)
-        .mark_rect()
-        .encode(
-            x=alt.X("b:O", title=second, axis=alt.Axis(labelAngle=0, **AXIS)),
-            y=alt.Y("a:O", title=first, axis=alt.Axis(**AXIS)),
-            color=alt.Color(
-                "cos:Q",
-                title="cosine similarity",
-                scale=alt.Scale(scheme="redblue", reverse=True, domain=[-1, 1]),
-            ),
-            tooltip=[
-                alt.Tooltip("a:Q", title=first),
-                alt.Tooltip("b:Q", title=second),
-                alt.Tooltip("cos:Q", title="cosine similarity", format=".3f"),
-            ],
-        )
-        .add_params(filling, span)
-        .properties(
-            name="similarity",
-            width=size,
-            height=size,
-            title="cosine similarity of table rows",
-        )
     )
+    x = alt.X("b:O", title=second, axis=alt.Axis(labelAngle=0, **AXIS))
+    y = alt.Y("a:O", title=first, axis=alt.Axis(**AXIS))
+    tooltip = [
+        alt.Tooltip("a:Q", title=first),
+        alt.Tooltip("b:Q", title=second),
+        alt.Tooltip("cos:Q", title="cosine similarity", format=".3f"),
+    ]
+    cells = base.mark_rect().encode(
+        x=x,
+        y=y,
+        color=alt.Color(
+            "cos:Q",
+            title="cosine similarity",
+            scale=alt.Scale(scheme="redblue", reverse=True, domain=[-1, 1]),
+        ),
+        tooltip=tooltip,
+    )
+    chosen = base.transform_filter(CHOSEN)
+    outline = chosen.mark_rect(filled=False, stroke="#111", strokeWidth=2).encode(
+        x=x, y=y, tooltip=tooltip
+    )
+    line = (
+        chosen.transform_calculate(text=CHOSEN_TEXT)
+        .mark_text(align="left", fontSize=13)
+        .encode(x=alt.value(0), text=alt.Text("text:N", title="chosen"))
+        .properties(name="chosen_line", width=size, height=20)
+    )
+    heatmap = alt.layer(
+        cells.properties(name="similarity"),
+        outline.properties(name="chosen"),
+        title="cosine similarity of table rows",
+    ).properties(width=size, height=size)
+    chart = alt.vconcat(heatmap, line).add_params(filling, span, row_a, row_b)
+    # Altair suffixes the layers' names with their position; they are unique.
+    return alt.VConcatChart.from_dict(plain_names(chart.to_dict()))
 
 
 def similarity_figure(
@@ -227,12 +253,14 @@ def similarity_figure(
         "wide bright band along the diagonal) or trained (the table a one-layer "
         f"DeBERTa model of width 32 learned in {trained['steps']} steps on the "
         "relative task, output the token 3 positions back; at k = 8 and 16 the row "
-        "of distance 3 points away from every other row)."
+        "of distance 3 points away from every other row). Two sliders choose a "
+        "cell, whose similarity a line of text prints."
     )
     hint = (
-        "Choose the table and the span k; hover a cell for its two distances and "
-        "their similarity. Random and sinusoidal tables have hidden size 768; the "
-        "trained one is a width-32 DeBERTa model's, trained on the relative task."
+        "Choose the table and the span k; hover a cell, or move the two distances, "
+        "for the similarity of two rows. Random and sinusoidal tables have hidden "
+        "size 768; the trained one is a width-32 DeBERTa model's, trained on the "
+        "relative task."
     )
     return Interactive(similarity_chart(), name="table", alt=alt_text,
                        still=still, hint=hint)
