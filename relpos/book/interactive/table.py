@@ -213,7 +213,7 @@ def similarity_chart(
         chosen.transform_calculate(text=CHOSEN_TEXT)
         .mark_text(align="left", fontSize=13)
         .encode(x=alt.value(0), text=alt.Text("text:N", title="chosen"))
-        .properties(name="chosen_line", width=size, height=20)
+        .properties(name="chosen_line", width=size, height=20, view={"stroke": None})
     )
     heatmap = alt.layer(
         cells.properties(name="similarity"),
