@@ -22,6 +22,8 @@ from .buckets import buckets_chart, buckets_figure
 from .delta import delta_chart, delta_figure
 from .landscape import landscape_chart, landscape_figure
 from .results import results_chart, results_figure
+from .streams import gather_chart, gather_figure
+from .table import similarity_chart, similarity_figure
 
 __all__ = [
     "Interactive",
@@ -32,11 +34,15 @@ __all__ = [
     "delta_figure",
     "drawn",
     "evaluate",
+    "gather_chart",
+    "gather_figure",
     "landscape_chart",
     "landscape_figure",
     "parse_description",
     "results_chart",
     "results_figure",
     "select",
+    "similarity_chart",
+    "similarity_figure",
     "slider",
 ]
