@@ -7,6 +7,15 @@ stores both: the website draws the chart with the Vega libraries it ships
 (``book/_ext/interactive.py``), the PDF and a reader without JavaScript get the
 still, and on Colab the chart is drawn by Altair's own renderer.
 
+The figures, one module each:
+
+- ``delta``: chapter 2's distance and delta matrices (n, k, a cell);
+- ``table``: chapter 3's row similarities (k; random, sinusoidal or trained);
+- ``streams``: chapter 4's c2c, c2p and p2c and the gather (a pair i, j);
+- ``buckets``: chapter 6's log buckets (bucket count, largest position);
+- ``landscape``: chapter 8's position term of each scheme against i - j;
+- ``results``: chapter 9's explorer of the trained sweeps.
+
 Where the browser evaluates a formula itself (delta, the log buckets), the same
 chart is evaluated outside the browser by the same Vega engine, through
 ``vl-convert`` (:func:`evaluate`), and the tests compare what it drew with
