@@ -99,6 +99,8 @@ sweeps: $(TEST_ENV)
 	$(EXPERIMENTS) --layers 2 --tasks far --schemes $(SCHEMES_LAYERS) \
 	  --train-sizes 512 --tune-seeds 100 --output $(RESULTS)/sweep_layers.json \
 	  --plot $(RESULTS)/sweep_layers.png
+	# the trained tables of chapter 3's interactive figure (about 40 s)
+	$(BIN)/python -m relpos.book.interactive
 
 # The student edition: every chapter without its solutions (the code between
 # nbgrader's ### BEGIN/END SOLUTION markers becomes a stub; the check stays).

@@ -12,7 +12,7 @@ The chart draws the cosine similarity between every two rows of a table of
   LayerNorm. Training takes a few seconds per k, so the tables are committed in
   ``relpos/book/results/trained_tables.json``; one command writes them again::
 
-      python -m relpos.book.interactive.table
+      python -m relpos.book.interactive
 
 (``--output PATH`` writes elsewhere).
 
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -267,18 +268,22 @@ def similarity_figure(
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Write the trained tables: ``python -m relpos.book.interactive.table``."""
+    """Write the trained tables: ``python -m relpos.book.interactive``."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--output", type=Path,
                         default=Path("relpos/book/results") / TRAINED_FILE)
     args = parser.parse_args(argv)
-    text = json.dumps(trained_tables(), separators=(",", ":"))
+    from relpos.book.experiments.sweep import machine_info
+
+    start = time.perf_counter()
+    written = trained_tables()
+    written["command"] = "python -m relpos.book.interactive"
+    written["machine"] = {**machine_info(), "torch_threads": 1}
+    written["seconds"] = round(time.perf_counter() - start, 1)
+    text = json.dumps(written, separators=(",", ":"))
     args.output.write_text(text + "\n", encoding="utf-8")
     print(f"wrote {args.output} ({len(text) / 1024:.0f} KB)")
 
-
-if __name__ == "__main__":
-    main()
 
 
 __all__ = ["similarity_chart", "similarity_figure", "similarity", "table_weight",
