@@ -17,7 +17,7 @@ TEST_ENV := $(VENV)/.installed-test
 # Where `make lock` finds torch's CPU wheels (overridable, e.g. with --find-links DIR).
 TORCH_CPU ?= --extra-index-url https://download.pytorch.org/whl/cpu
 
-.PHONY: book test unit notebooks site colab clean env student pdf lock sweeps slides
+.PHONY: book test unit unit-slow unit-fast notebooks site colab clean env student pdf lock sweeps slides
 
 env: $(TEST_ENV)
 
@@ -40,15 +40,25 @@ $(TEST_ENV): pyproject.toml constraints.txt | $(BIN)/python
 book: $(SITE_ENV)
 	$(BIN)/jupyter-book build . --path-output . --keep-going
 
-# The three suites run two at a time (the machines have two cores), the longest
-# first; each suite's output is printed whole when it ends (--output-sync). The
-# stored notebooks are checked inside `colab`: each chapter runs once, alone, under
-# nbval there (`make notebooks` runs nbval here, in .venv, without the Colab part).
+# The suites run two at a time (the machines have two cores), the longest first,
+# the unit tests in two halves (the slow ones, `-m slow`, and the rest) so that the
+# two lanes end together; each suite's output is printed whole when it ends
+# (--output-sync). The stored notebooks are checked inside `colab`: each chapter
+# runs once, alone, under nbval there (`make notebooks` runs nbval here, in .venv,
+# without the Colab part).
 test: $(TEST_ENV)
-	$(MAKE) --no-print-directory -j2 --output-sync=target colab unit site
+	$(MAKE) --no-print-directory -j2 --output-sync=target site colab unit-slow unit-fast
+
+UNIT := $(BIN)/python -m pytest tests --ignore=tests/site --ignore=tests/colab
 
 unit: $(TEST_ENV)
-	$(BIN)/python -m pytest tests --ignore=tests/site --ignore=tests/colab
+	$(UNIT)
+
+unit-slow: $(TEST_ENV)
+	$(UNIT) -m slow
+
+unit-fast: $(TEST_ENV)
+	$(UNIT) -m "not slow"
 
 # Builds the site offline with warnings as errors, then reads it in headless Chromium.
 site: $(TEST_ENV)
