@@ -18,9 +18,9 @@ import torch
 pytest.importorskip("vl_convert")
 
 import relpos  # noqa: E402
-from relpos.positions import check_buckets  # noqa: E402
 from relpos.book.interactive import buckets as live  # noqa: E402
 from relpos.book.interactive import evaluate  # noqa: E402
+from relpos.positions import check_buckets  # noqa: E402
 
 SETTINGS = [
     (size, top)

@@ -9,11 +9,9 @@ import pytest
 import torch
 
 import relpos
-
 from relpos import RelativePositionEmbedding, row_cosine_similarity
 from relpos.book import results
-from relpos.book.interactive import evaluate, similarity_chart, similarity_figure
-from relpos.book.interactive import table
+from relpos.book.interactive import evaluate, similarity_chart, similarity_figure, table
 
 FIRST, SECOND = "distance i - j of the first row", "distance i - j of the second row"
 

@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=900, help="seconds per cell")
     parser.add_argument(
         "--compare", type=Path, metavar="SANITIZE_CFG",
-        help="run under nbval with these sanitizers: outputs must equal the stored ones",
+        help="run under nbval with these sanitizers: outputs must equal the stored",
     )
     args = parser.parse_args(argv)
     start = time.perf_counter()
@@ -119,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     seconds = time.perf_counter() - start
     compared = ", every output as stored" if args.compare else ""
-    print(f"{args.notebook.name}: ran alone, top to bottom{compared}, in {seconds:.0f} s")
+    name = args.notebook.name
+    print(f"{name}: ran alone, top to bottom{compared}, in {seconds:.0f} s")
     return 0
 
 

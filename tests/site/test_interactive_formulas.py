@@ -16,7 +16,6 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import relpos  # noqa: E402
 from _interactive import (  # noqa: E402
     choose,
     drawn,
@@ -25,6 +24,8 @@ from _interactive import (  # noqa: E402
     slide_to,
     wait_live,
 )
+
+import relpos  # noqa: E402
 
 DELTA_PAGE = "book/02_delta.html"
 BUCKETS_PAGE = "book/06_long_sequences.html"

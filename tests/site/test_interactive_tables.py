@@ -12,7 +12,6 @@ too. Without JavaScript the stills show.
 from __future__ import annotations
 
 import pytest
-
 from _interactive import choose, drawn, open_offline, settle, slide_to, wait_live
 
 import relpos

@@ -1,4 +1,4 @@
-"""``python -m relpos.book.interactive``: write the trained tables chapter 3's figure reads.
+"""``python -m relpos.book.interactive``: write the trained tables of chapter 3.
 
 Trains one tiny DeBERTa model per span k (seeded, deterministic, one thread; about
 40 s on a laptop CPU) and writes ``relpos/book/results/trained_tables.json`` with
