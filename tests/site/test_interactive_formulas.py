@@ -3,8 +3,8 @@
 Each page is opened offline in headless Chromium; every control is moved from
 the keyboard and what the figure draws (its marks' aria-labels) is compared with
 relpos: the cells and distinct table rows of the delta matrices at each n and k,
-the buckets at each bucket count and maximum position. With JavaScript off the
-still picture shows instead.
+the buckets at each bucket count and maximum position. (Without JavaScript:
+tests/site/test_interactive.py, for every figure.)
 """
 
 from __future__ import annotations
@@ -117,14 +117,3 @@ def test_buckets_figure_follows_the_bucket_count_and_maximum_position(
     assert drawn(page, "buckets", "buckets_marks") == []
     assert not refused, refused
     assert not errors, errors
-
-
-def test_without_javascript_the_stills_show(server, browser) -> None:
-    for page_path, name in [(DELTA_PAGE, "delta"), (BUCKETS_PAGE, "buckets")]:
-        page, refused, errors = open_offline(
-            browser, server, page_path, javascript=False
-        )
-        still = page.locator(f"figure#figure-{name} img.relpos-still")
-        assert still.is_visible(), page_path
-        assert still.evaluate("img => img.naturalWidth") > 100
-        assert not refused, refused

@@ -3,7 +3,7 @@
 Each page is opened with every request elsewhere refused; every control is moved
 from the keyboard, and what the figure then draws (its items' aria-labels) is
 compared with the data: the landscape's own JSON on the page, and the committed
-sweep JSON for the explorer. Without JavaScript the still picture is shown.
+sweep JSON for the explorer. (Without JavaScript: tests/site/test_interactive.py.)
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-
-import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _interactive import (  # noqa: E402
@@ -171,18 +169,4 @@ def test_results_explorer_follows_every_control(server, browser):
         mean = round(CELLS["encoder", "far", scheme, 8, 64]["mean"], 4)
         assert line.startswith(f"{scheme} at n = 64, mean {100 * mean:.1f}%"), line
     assert refused == [] and errors == []
-    page.context.close()
-
-
-@pytest.mark.parametrize(
-    "page_path,name", [(LANDSCAPE_PAGE, "landscape"), (RESULTS_PAGE, "results")]
-)
-def test_without_javascript_the_still_is_shown(server, browser, page_path, name):
-    page, refused, _ = open_offline(browser, server, page_path, javascript=False)
-    still = page.locator(f"figure#figure-{name} img.relpos-still")
-    assert still.is_visible()
-    assert page.evaluate(
-        f"() => document.querySelector('figure#figure-{name} img').naturalWidth"
-    ) > 100
-    assert refused == []
     page.context.close()

@@ -6,12 +6,11 @@ the random table is near 0 off the diagonal, the sinusoidal one high between
 neighbours, the trained one sets the row of distance 3 apart. Chapter 4: the
 sliders for query i and key j outline, in both full matrices, table row
 delta(i, j), and the text line prints the same pair; hovering a cell chooses it
-too. Without JavaScript the stills show.
+too. (Without JavaScript: tests/site/test_interactive.py.)
 """
 
 from __future__ import annotations
 
-import pytest
 from _interactive import choose, drawn, open_offline, settle, slide_to, wait_live
 
 import relpos
@@ -104,16 +103,4 @@ def test_chapter_4_the_pair_sliders_outline_row_delta(browser, server):
     settle(page, "gather")
     assert _picks(page)["qpk"] == [(0, 1, relpos.delta(-1, k))]
     assert refused == [] and errors == []
-    page.context.close()
-
-
-@pytest.mark.parametrize("page_path, name", [(CH3, "table"), (CH4, "gather")])
-def test_without_javascript_the_still_shows(browser, server, page_path, name):
-    page, refused, errors = open_offline(browser, server, page_path, javascript=False)
-    still = page.locator(f"figure#figure-{name} img.relpos-still")
-    assert still.is_visible()
-    assert page.evaluate(
-        f"() => document.querySelector('figure#figure-{name} img').naturalWidth"
-    ) > 100
-    assert refused == []
     page.context.close()
