@@ -598,6 +598,56 @@ __all__ += ["experiment_sweep", "score_by_distance", "table_bands"]
 # -- the landscape of relative schemes (chapter "Where DeBERTa sits") ---------------------
 
 
+def _landscape_panels(
+    distances: torch.Tensor | Sequence[int],
+    contributions: dict[str, torch.Tensor | np.ndarray],
+) -> tuple[np.ndarray, list[tuple[str, np.ndarray]]]:
+    """The checked data of a landscape: distances, one ``(h, m)`` array per scheme.
+
+    What :func:`score_landscape` draws and ``relpos.book.interactive.landscape``
+    charts; raises TypeError/ValueError naming the argument for bad input.
+
+    Shapes:
+        distances: ``(m,)``, increasing integers; each contribution: ``(h, m)`` or
+        ``(m,)``; returns ``(m,)`` and ``[(name, (h, m)), ...]``
+    """
+    from collections.abc import Mapping
+
+    if isinstance(distances, torch.Tensor):
+        distances = distances.detach().cpu()
+        if distances.is_floating_point() or distances.dtype == torch.bool:
+            raise TypeError(
+                f"distances must hold integers i - j, got dtype {distances.dtype}"
+            )
+    rel = np.asarray(distances)
+    if rel.ndim != 1 or rel.size == 0 or not np.issubdtype(rel.dtype, np.integer):
+        raise ValueError(
+            "distances must be a non-empty 1-D sequence of integers i - j, got "
+            f"shape {rel.shape} and dtype {rel.dtype}"
+        )
+    if rel.size > 1 and not (np.diff(rel) > 0).all():
+        raise ValueError("distances must be increasing")
+    if not isinstance(contributions, Mapping) or not contributions:
+        raise TypeError(
+            "contributions must be a non-empty dict from scheme name to (h, m) values, "
+            f"got {type(contributions).__name__}"
+        )
+    panels: list[tuple[str, np.ndarray]] = []
+    for name, values in contributions.items():
+        if isinstance(values, torch.Tensor):
+            values = values.detach().cpu().double().numpy()
+        values = np.asarray(values, dtype=float)
+        if values.ndim == 1:
+            values = values[None]  # (1, m): one head
+        if values.ndim != 2 or values.shape[1] != rel.size:
+            raise ValueError(
+                f"contributions[{name!r}] must have shape (h, m) with m = "
+                f"len(distances) = {rel.size}, got {values.shape}"
+            )
+        panels.append((str(name), values))
+    return rel, panels
+
+
 def score_landscape(
     distances: torch.Tensor | Sequence[int],
     contributions: dict[str, torch.Tensor | np.ndarray],
@@ -622,41 +672,8 @@ def score_landscape(
         fig.axes: one per scheme, in the order of ``contributions``, then any
         unused panels of the grid (switched off)
     """
-    from collections.abc import Mapping
-
-    if isinstance(distances, torch.Tensor):
-        distances = distances.detach().cpu()
-        if distances.is_floating_point() or distances.dtype == torch.bool:
-            raise TypeError(
-                f"distances must hold integers i - j, got dtype {distances.dtype}"
-            )
-    rel = np.asarray(distances)
-    if rel.ndim != 1 or rel.size == 0 or not np.issubdtype(rel.dtype, np.integer):
-        raise ValueError(
-            "distances must be a non-empty 1-D sequence of integers i - j, got "
-            f"shape {rel.shape} and dtype {rel.dtype}"
-        )
-    if rel.size > 1 and not (np.diff(rel) > 0).all():
-        raise ValueError("distances must be increasing")
-    if not isinstance(contributions, Mapping) or not contributions:
-        raise TypeError(
-            "contributions must be a non-empty dict from scheme name to (h, m) values, "
-            f"got {type(contributions).__name__}"
-        )
+    rel, panels = _landscape_panels(distances, contributions)
     columns = check_int("columns", columns, minimum=1)
-    panels: list[tuple[str, np.ndarray]] = []
-    for name, values in contributions.items():
-        if isinstance(values, torch.Tensor):
-            values = values.detach().cpu().double().numpy()
-        values = np.asarray(values, dtype=float)
-        if values.ndim == 1:
-            values = values[None]  # (1, m): one head
-        if values.ndim != 2 or values.shape[1] != rel.size:
-            raise ValueError(
-                f"contributions[{name!r}] must have shape (h, m) with m = "
-                f"len(distances) = {rel.size}, got {values.shape}"
-            )
-        panels.append((str(name), values))
 
     rows = -(-len(panels) // columns)  # ceiling division
     width = min(columns, len(panels))

@@ -17,6 +17,8 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
+from relpos.book.plot import _landscape_panels
+
 from ._controls import checkbox, select, slider
 from ._figure import Interactive
 
@@ -33,38 +35,10 @@ def _rows(
     distances: torch.Tensor | Sequence[int],
     contributions: Mapping[str, torch.Tensor | np.ndarray],
 ) -> tuple[list[int], list[tuple[str, np.ndarray]]]:
-    if isinstance(distances, torch.Tensor):
-        if distances.is_floating_point() or distances.dtype == torch.bool:
-            raise TypeError(
-                f"distances must hold integers i - j, got dtype {distances.dtype}"
-            )
-        distances = distances.detach().cpu().tolist()
-    if isinstance(distances, (str, bytes)) or not isinstance(distances, Sequence):
-        raise TypeError(
-            f"distances must be a sequence of integers, got {type(distances).__name__}"
-        )
-    rel = list(distances)
-    if not rel or not all(isinstance(r, int) and not isinstance(r, bool) for r in rel):
-        raise ValueError(f"distances must be a non-empty list of integers, got {rel!r}")
-    if any(b <= a for a, b in zip(rel, rel[1:])):
-        raise ValueError("distances must be increasing")
-    if not isinstance(contributions, Mapping) or not contributions:
-        raise TypeError(
-            "contributions must be a non-empty dict from scheme name to (h, m) "
-            f"values, got {type(contributions).__name__}"
-        )
+    checked, found = _landscape_panels(distances, contributions)
+    rel = [int(r) for r in checked]
     panels = []
-    for name, values in contributions.items():
-        if isinstance(values, torch.Tensor):
-            values = values.detach().cpu().double().numpy()
-        values = np.asarray(values, dtype=float)
-        if values.ndim == 1:
-            values = values[None]  # (1, m): one head
-        if values.ndim != 2 or values.shape[1] != len(rel):
-            raise ValueError(
-                f"contributions[{name!r}] must have shape (h, m) with m = "
-                f"len(distances) = {len(rel)}, got {values.shape}"
-            )
+    for name, values in found:
         if not np.isfinite(values).all():
             raise ValueError(f"contributions[{name!r}] must be finite")
         panels.append((scheme_label(name), values))
