@@ -12,12 +12,10 @@ import json
 import re
 
 import pytest
-import torch
 
-import relpos
-from relpos import schemes
 from relpos.book.interactive import Interactive, evaluate
 from relpos.book.interactive.landscape import (
+    chapter_landscape,
     landscape_chart,
     landscape_figure,
     scheme_label,
@@ -25,33 +23,8 @@ from relpos.book.interactive.landscape import (
 
 pytest.importorskip("vl_convert")
 
-
-def _landscape() -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """The chapter's seven schemes at its settings (32 wide, 4 heads, -40..40)."""
-    torch.manual_seed(0)
-    hidden, heads = 32, 4
-    attentions = {
-        "Shaw et al. ($k = 8$)": schemes.ShawSelfAttention(hidden, heads, 8),
-        "Transformer-XL": schemes.TransformerXLSelfAttention(hidden, heads),
-        "T5 (16 buckets, to 32)": schemes.T5SelfAttention(hidden, heads, 16, 32),
-        "ALiBi": schemes.AlibiSelfAttention(hidden, heads),
-        "RoPE": schemes.RotarySelfAttention(hidden, heads),
-    }
-    query, key = torch.randn(hidden), torch.randn(hidden)
-    distances = torch.arange(-40, 41)
-    out = {
-        name: schemes.score_by_distance(attention, distances, query, key)
-        for name, attention in attentions.items()
-    }
-    deberta = relpos.DisentangledSelfAttention(hidden, heads, max_relative_positions=8)
-    table = relpos.RelativePositionEmbedding(deberta.span, hidden).weight
-    out["DeBERTa ($k = 8$)"] = schemes.score_by_distance(
-        deberta, distances, query, key, rel_embeddings=table
-    )
-    return distances, out
-
-
-DISTANCES, LANDSCAPE = _landscape()
+# the chapter's seven schemes (its settings, seed 0)
+DISTANCES, LANDSCAPE = chapter_landscape()
 NAMES = [scheme_label(name) for name in LANDSCAPE]
 CHART = landscape_chart(DISTANCES, LANDSCAPE)
 
@@ -72,10 +45,10 @@ def test_the_points_are_score_by_distance_rounded():
         for m, r in enumerate(DISTANCES.tolist())
     }
     assert drawn == pytest.approx(expected, abs=1e-12)
-    assert len(expected) == 6 * 4 * 81
+    assert len(LANDSCAPE) == 7 and len(expected) == 7 * 4 * 81
 
 
-@pytest.mark.parametrize("off", [[0], [3], [1, 4, 5], list(range(6))])
+@pytest.mark.parametrize("off", [[0], [3], [1, 4, 5], list(range(7))])
 def test_a_scheme_is_drawn_exactly_when_ticked(off):
     marks = evaluate(CHART, **{f"show{i}": False for i in off})
     kept = {NAMES[i] for i in range(len(NAMES)) if i not in off}

@@ -15,8 +15,8 @@ import torch
 from matplotlib.figure import Figure
 
 import relpos
-from relpos import schemes
 from relpos.book import bench, plot, results
+from relpos.book.interactive.landscape import chapter_landscape
 
 
 def distance_matrix() -> Figure:
@@ -120,35 +120,7 @@ def log_buckets() -> Figure:
 
 def landscape() -> Figure:
     """Chapter 8: what each scheme adds to one logit, against the distance."""
-    torch.manual_seed(0)
-    hidden, heads = 32, 4
-    attentions = {
-        "Shaw et al. ($k = 8$)": schemes.ShawSelfAttention(hidden, heads, 8),
-        "Transformer-XL": schemes.TransformerXLSelfAttention(hidden, heads),
-        "T5 (16 buckets, to 32)": schemes.T5SelfAttention(hidden, heads, 16, 32),
-        "ALiBi": schemes.AlibiSelfAttention(hidden, heads),
-        "RoPE": schemes.RotarySelfAttention(hidden, heads),
-    }
-    query_state, key_state = torch.randn(hidden), torch.randn(hidden)
-    distances = torch.arange(-40, 41)
-    found = {
-        name: schemes.score_by_distance(attention, distances, query_state, key_state)
-        for name, attention in attentions.items()
-    }  # name -> (h, m)
-    clipped = relpos.DisentangledSelfAttention(hidden, heads, max_relative_positions=8)
-    bucketed = relpos.DisentangledSelfAttention(
-        hidden, heads, max_relative_positions=32, position_buckets=8
-    )
-    for name, attention in (
-        ("DeBERTa ($k = 8$)", clipped),
-        ("DeBERTa (8 log buckets, to 32)", bucketed),
-    ):
-        table = relpos.RelativePositionEmbedding(attention.span, hidden).weight
-        # table: (2k, hidden)
-        found[name] = schemes.score_by_distance(
-            attention, distances, query_state, key_state, rel_embeddings=table
-        )
-    return plot.score_landscape(distances, found)
+    return plot.score_landscape(*chapter_landscape())
 
 
 def sweep() -> Figure:

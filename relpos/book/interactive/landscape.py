@@ -31,6 +31,52 @@ def scheme_label(name: str) -> str:
     return " ".join(str(name).replace("$", "").split())
 
 
+def chapter_landscape(
+    seed: int = 0,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Chapter 8's seven schemes at the chapter's settings, drawn from ``seed``.
+
+    Width 32, 4 heads, distances -40..40, one random query and key state; the
+    modules and names the chapter builds (its slides and tests use this; the
+    chapter writes it out).
+
+    Shapes:
+        returns: distances ``(m,)`` and scheme name -> ``(h, m)``
+    """
+    import relpos
+    from relpos import schemes
+
+    torch.manual_seed(seed)
+    hidden, heads = 32, 4
+    attentions = {
+        "Shaw et al. ($k = 8$)": schemes.ShawSelfAttention(hidden, heads, 8),
+        "Transformer-XL": schemes.TransformerXLSelfAttention(hidden, heads),
+        "T5 (16 buckets, to 32)": schemes.T5SelfAttention(hidden, heads, 16, 32),
+        "ALiBi": schemes.AlibiSelfAttention(hidden, heads),
+        "RoPE": schemes.RotarySelfAttention(hidden, heads),
+    }
+    query_state, key_state = torch.randn(hidden), torch.randn(hidden)
+    distances = torch.arange(-40, 41)
+    found = {
+        name: schemes.score_by_distance(attention, distances, query_state, key_state)
+        for name, attention in attentions.items()
+    }  # name -> (h, m)
+    clipped = relpos.DisentangledSelfAttention(hidden, heads, max_relative_positions=8)
+    bucketed = relpos.DisentangledSelfAttention(
+        hidden, heads, max_relative_positions=32, position_buckets=8
+    )
+    for name, attention in (
+        ("DeBERTa ($k = 8$)", clipped),
+        ("DeBERTa (8 log buckets, to 32)", bucketed),
+    ):
+        table = relpos.RelativePositionEmbedding(attention.span, hidden).weight
+        # table: (2k, hidden)
+        found[name] = schemes.score_by_distance(
+            attention, distances, query_state, key_state, rel_embeddings=table
+        )
+    return distances, found
+
+
 def _rows(
     distances: torch.Tensor | Sequence[int],
     contributions: Mapping[str, torch.Tensor | np.ndarray],
@@ -235,4 +281,9 @@ def landscape_figure(
     )
 
 
-__all__ = ["caption_expression", "landscape_chart", "landscape_figure", "scheme_label"]
+__all__ = [
+    "caption_expression",
+    "chapter_landscape",
+    "landscape_chart", "landscape_figure",
+    "scheme_label",
+]
