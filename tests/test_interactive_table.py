@@ -120,8 +120,7 @@ def test_json_is_deterministic_named_and_small(chart):
 
 
 def test_the_figure_holds_the_chart_and_a_still_of_its_own():
-    weight = table.table_weight("normal", 16)
-    figure = similarity_figure(weight, 16)
+    figure = similarity_figure()
     assert figure.name == "table" and figure.png.startswith(b"\x89PNG")
     assert "relative task" in figure.alt and "relative task" in figure.hint
     assert figure.spec["description"] == figure.alt

@@ -32,6 +32,7 @@ from typing import Any
 
 import altair as alt
 import torch
+from matplotlib.figure import Figure
 
 from relpos import RelativePositionEmbedding, row_cosine_similarity
 from relpos.book import plot, results
@@ -226,25 +227,17 @@ def similarity_chart(
     return alt.VConcatChart.from_dict(plain_names(chart.to_dict()))
 
 
-def similarity_figure(
-    weight: torch.Tensor,
-    max_relative_positions: int,
-    distances: range | Sequence[int] = range(-16, 16),
-    *,
-    title: str = "random (normal) init",
-    still: Any = None,
-) -> Interactive:
-    """Chapter 3's row-similarity figure: the chart, and ``plot.row_similarity``.
+def similarity_figure(still: Figure | None = None) -> Interactive:
+    """Chapter 3's row-similarity figure: the chart, and its still.
 
-    ``still`` may be the matplotlib figure already drawn from ``weight`` (a
-    later cell reads its data); by default it is drawn here.
-
-    Shapes:
-        weight: ``(2k, hidden)``
+    ``still`` is the matplotlib figure print and readers without JavaScript get
+    (the chapter passes the one a later cell reads); by default it is
+    ``plot.row_similarity`` of the chart's first view, the random table at k = 16.
     """
     if still is None:
-        still = plot.row_similarity(weight, max_relative_positions, distances,
-                                    title=title)
+        still = plot.row_similarity(
+            table_weight("normal", 16), 16, range(-16, 16), title="random (normal) init"
+        )
     trained = results.load(TRAINED_FILE)["training"]
     alt_text = (
         "Heatmap of the cosine similarity between every two rows of a table of "
