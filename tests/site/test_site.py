@@ -276,13 +276,47 @@ BLOCKS_WIDER_THAN_THEIR_COLUMN = """() => Array.from(
 PAGE_WIDTH = "() => [document.scrollingElement.scrollWidth, window.innerWidth]"
 
 
+REDIRECT = re.compile(
+    r'\s*<meta http-equiv="Refresh" content="0; url=([^"]+)"\s*/?>\s*', re.IGNORECASE
+)
+
+
+def redirect_of(page: Path) -> str | None:
+    """Where a redirect stub (a page that is only a meta refresh) sends the reader."""
+    match = REDIRECT.fullmatch(page.read_text())
+    return match.group(1) if match else None
+
+
 def built_pages(built_site: Path) -> list[str]:
-    """Every HTML page of the built site, by its path (none under _static)."""
+    """Every HTML page of the built site, by its path (none under _static).
+
+    Redirect stubs are left out: the browser leaves them as soon as they load, so
+    they have nothing to audit (test_redirects_land_on_audited_pages checks them).
+    """
     return sorted(
         path.relative_to(built_site).as_posix()
         for path in built_site.rglob("*.html")
         if not any(part.startswith("_") for part in path.relative_to(built_site).parts)
+        and redirect_of(path) is None
     )
+
+
+def test_redirects_land_on_audited_pages(built_site):
+    """The site's root is a redirect stub to the book's first page, and every stub
+    leads to a page the audit reads."""
+    audited = set(built_pages(built_site))
+    stubs = {
+        path.relative_to(built_site).as_posix(): redirect_of(path)
+        for path in built_site.rglob("*.html")
+        if redirect_of(path) is not None
+    }
+    root = Path(pages()[0]).with_suffix(".html").as_posix()
+    assert stubs.get("index.html") == root, stubs
+    for stub, target in stubs.items():
+        landing = ((built_site / stub).parent / target).resolve()
+        assert landing.relative_to(built_site.resolve()).as_posix() in audited, (
+            f"{stub} redirects to {target}, which the audit does not read"
+        )
 
 
 def wait_for_math(page) -> None:
