@@ -11,7 +11,8 @@ objects.inv, the Shapes sections rendered, a link from the introduction resolved
 
 Every built page (a glob of _build/html, not a list) is also read in light and in
 dark mode: the theme follows the reader's preference, axe-core's WCAG 2.1 A/AA audit
-finds nothing serious or critical (moderate and minor findings are printed), every
+finds nothing serious or critical (moderate and minor findings are printed; in dark
+mode only its colour rules run, the only ones a theme of colours can change), every
 code block and output fits its column at 1280 px, and at 390 px nothing makes the
 page wider than the screen (long lines and equations scroll in their own block).
 Screenshots land in _build/screenshots/ for people to look at (dark ones with
@@ -358,6 +359,16 @@ AXE_OPTIONS = {
     "runOnly": {"type": "tag", "values": WCAG_21_AA},
     "resultTypes": ["violations"],
 }
+# The WCAG 2.1 A/AA rules whose verdict depends on the colours: the dark theme
+# changes colours only (the same page, the same markup), so the dark audit runs
+# these and the light audit runs every rule. test_the_colour_rules_are_the_wcag_ones
+# keeps the list in step with axe-core.
+COLOUR_RULES = ("color-contrast", "link-in-text-block")
+AXE_COLOUR_OPTIONS = {
+    "runOnly": {"type": "rule", "values": list(COLOUR_RULES)},
+    "resultTypes": ["violations"],
+}
+AXE_OPTIONS_BY_MODE = {"light": AXE_OPTIONS, "dark": AXE_COLOUR_OPTIONS}
 
 
 def test_the_audit_finds_a_known_violation(browser):
@@ -368,18 +379,41 @@ def test_the_audit_finds_a_known_violation(browser):
         "<img src='data:image/gif;base64,R0lGODlhAQABAAAAACw='>"
         "<p style='color:#bbb;background:#fff'>faint text</p></main></body></html>"
     )
-    found = findings(Axe().run(page, options=AXE_OPTIONS).response, FAILING_IMPACTS)
+    axe = Axe()
+    found, colour = (
+        findings(axe.run(page, options=options).response, FAILING_IMPACTS)
+        for options in (AXE_OPTIONS, AXE_COLOUR_OPTIONS)
+    )
     page.close()
     assert any(line.startswith("image-alt (critical)") for line in found), found
     assert any(line.startswith("color-contrast (serious)") for line in found), found
+    # the dark audit's rules find the faint text and only that
+    assert colour, colour
+    assert all(line.startswith("color-contrast (serious)") for line in colour), colour
+
+
+def test_the_colour_rules_are_the_wcag_ones(browser):
+    """COLOUR_RULES are axe-core's WCAG 2.1 A/AA rules about colour (tag cat.color)."""
+    page = browser.new_page()
+    page.set_content("<html lang='en'><head><title>rules</title></head></html>")
+    axe = Axe()
+    page.evaluate(axe.axe_script)
+    rules = page.evaluate(
+        "tags => axe.getRules(tags).filter(r => r.tags.includes('cat.color'))"
+        ".map(r => r.ruleId)",
+        WCAG_21_AA,
+    )
+    page.close()
+    assert sorted(rules) == sorted(COLOUR_RULES), rules
 
 
 @pytest.fixture(scope="session", params=["light", "dark"])
 def audit(request, built_site, server, browser) -> dict:
     """Every page read once in one mode, by one page object: what the tests assert on.
 
-    At 1280 px: the theme it shows, axe-core's findings, the blocks wider than their
-    column. Then at 390 px: the page's width against the screen's.
+    At 1280 px: the theme it shows, axe-core's findings (every WCAG 2.1 A/AA rule in
+    light mode, the colour rules in dark), the blocks wider than their column. Then
+    at 390 px: the page's width against the screen's.
     """
     mode = request.param
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -394,7 +428,7 @@ def audit(request, built_site, server, browser) -> dict:
         page.goto(f"{server}/{path}", wait_until="load")
         wait_for_math(page)
         wait_for_figures(page)
-        result = axe.run(page, options=AXE_OPTIONS).response
+        result = axe.run(page, options=AXE_OPTIONS_BY_MODE[mode]).response
         entry = {
             "theme": page.evaluate("() => document.documentElement.dataset.theme"),
             "failing": findings(result, FAILING_IMPACTS),
