@@ -29,6 +29,7 @@ from relpos.book.interactive import (  # noqa: E402
     select,
     slider,
 )
+from relpos.book.interactive._controls import hovered_or, plain_names  # noqa: E402
 from relpos.book.interactive._evaluate import with_params  # noqa: E402
 from relpos.book.interactive._figure import OUTPUT_KEY  # noqa: E402
 
@@ -110,6 +111,57 @@ def test_controls_are_named_and_labelled():
     assert {p["bind"]["name"] for p in spec["params"]} == {"scale", "show odd cells"}
     choice = select("task", "task", ["relative", "far"], labels=["Relative", "Far"])
     assert choice.param.bind.labels == ["Relative", "Far"]
+
+
+def hover_chart() -> alt.VConcatChart:
+    """Cells to hover, and a line with the chosen cell: hovered, else the slider's."""
+    pick = slider("pick", "cell", 1, 0, N - 1)
+    hover = alt.selection_point(
+        name="hover", fields=["x"], on="pointerover", clear="pointerout"
+    )
+    cells = (
+        alt.Chart(alt.sequence(0, N, as_="x"))
+        .mark_rect()
+        .encode(x="x:O")
+        .add_params(hover)
+        .properties(name="cells")
+    )
+    line = (
+        alt.Chart(alt.sequence(0, 1, as_="row"))
+        .transform_calculate(chosen=hovered_or(0, "pick"))
+        .mark_text()
+        .encode(text="chosen:Q", tooltip=["chosen:Q"])
+        .properties(name="line")
+    )
+    return alt.vconcat(cells, line).add_params(pick)
+
+
+def test_hovered_or_takes_the_hovered_cell_else_the_slider():
+    for value in (0, 4):
+        (row,) = evaluate(hover_chart(), pick=value)["line_marks"]
+        assert row["chosen"] == value
+    # Vega-Lite fills the selection's store from its value: a cell hovered
+    (row,) = evaluate(hover_chart(), pick=0, hover=[{"x": 3}])["line_marks"]
+    assert row["chosen"] == 3
+    assert hovered_or(1, "r0", selection="pair") == (
+        "length(data('pair_store')) > 0 ? data('pair_store')[0].values[1] : r0"
+    )
+    with pytest.raises(ValueError, match="field must be"):
+        hovered_or(-1, "r0")
+
+
+def test_plain_names_takes_off_altairs_position_suffix():
+    layer = alt.layer(
+        squares_chart().properties(name="first"),
+        squares_chart().mark_text().properties(name="second"),
+    )
+    spec = alt.vconcat(layer, layer.properties(title="again")).to_dict()
+    suffixed = re.findall(r'"name": "(first|second)_\d+"', json.dumps(spec))
+    assert suffixed, "Altair no longer suffixes the names in a concat"
+    plain = json.dumps(plain_names(spec))
+    assert not re.search(r'"name": "(first|second)_\d+"', plain)
+    assert '"name": "first"' in plain and '"name": "second"' in plain
+    assert '"name": "scale"' in plain  # parameters keep their names
 
 
 @pytest.mark.parametrize(

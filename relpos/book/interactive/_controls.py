@@ -9,6 +9,7 @@ inputs work from the keyboard as browsers make them. A parameter's name is fixed
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -70,3 +71,36 @@ def checkbox(name: str, label: str, value: bool = True) -> alt.Parameter:
     return alt.param(
         name=name, value=bool(value), bind=alt.binding_checkbox(name=label)
     )
+
+
+def hovered_or(field: int, fallback: str, *, selection: str = "hover") -> str:
+    """A Vega expression: the ``field``-th field of the hovered item, else ``fallback``.
+
+    This is how a figure lets both the pointer and the keyboard choose: hovering
+    picks an item (the point selection ``selection``, stored by Vega-Lite as
+    ``SELECTION_store``), and while nothing is hovered the sliders in ``fallback``
+    decide. ``field`` counts the selection's ``fields`` from 0.
+    """
+    if not isinstance(field, int) or field < 0:
+        raise ValueError(f"field must be an index >= 0, got {field!r}")
+    store = f"data('{selection}_store')"
+    return f"length({store}) > 0 ? {store}[0].values[{field}] : {fallback}"
+
+
+def plain_names(node: Any) -> Any:
+    """``node`` (a chart's dict) with Altair's position suffix (``_0``) taken off
+    every view name, in place; returns it.
+
+    Inside a concat chart Altair names each layer after its position
+    (``similarity_0``); a figure whose views are named uniquely already keeps
+    the names it gave, which its mark names (``similarity_marks``) follow.
+    """
+    if isinstance(node, dict):
+        if "mark" in node and isinstance(node.get("name"), str):
+            node["name"] = re.sub(r"_\d+$", "", node["name"])
+        for child in node.values():
+            plain_names(child)
+    elif isinstance(node, list):
+        for child in node:
+            plain_names(child)
+    return node

@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 from relpos._checks import check_int
 from relpos.positions import check_buckets
 
-from ._controls import select, slider
+from ._controls import hovered_or, select, slider
 from ._figure import Interactive
 
 BUCKET_OPTIONS = tuple(2**e for e in range(2, 10))  # 4 .. 512
@@ -53,8 +53,7 @@ REGIONS = ("exact", "logarithmic", "beyond M - 1, row clips")
 VALID = "buckets <= max_position"
 
 _INVALID = "K must be at most M, choose fewer buckets or a larger M"
-_HOVERED = "length(data('hover_store')) > 0"
-_CHOSEN_R = f"{_HOVERED} ? data('hover_store')[0].values[0] : r0"
+_CHOSEN_R = hovered_or(0, "r0")
 
 WIDTH, HEIGHT = 470, 300  # px, the plot; with its legend it fits in 700 px
 

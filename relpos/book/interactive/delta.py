@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 
 from relpos._checks import check_int
 
-from ._controls import slider
+from ._controls import hovered_or, slider
 from ._figure import Interactive
 
 # The two formulas the browser evaluates, for cell (datum.i, datum.j) and span k.
@@ -27,9 +27,8 @@ DISTANCE = "datum.i - datum.j"
 DELTA = "clamp(datum.i - datum.j, -k, k - 1) + k"
 
 # The chosen cell: the hovered one, else the one the sliders name (kept in the matrix).
-_HOVERED = "length(data('hover_store')) > 0"
-_CHOSEN_I = f"{_HOVERED} ? data('hover_store')[0].values[0] : min(qi, n - 1)"
-_CHOSEN_J = f"{_HOVERED} ? data('hover_store')[0].values[1] : min(kj, n - 1)"
+_CHOSEN_I = hovered_or(0, "min(qi, n - 1)")
+_CHOSEN_J = hovered_or(1, "min(kj, n - 1)")
 
 SIDE = 225  # px, each matrix: both and their legends fit in 700 px
 

@@ -16,7 +16,6 @@ chosen (:data:`PICKED`).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import altair as alt
@@ -26,7 +25,7 @@ import torch
 from relpos import content_to_position, position_to_content
 from relpos.book import plot
 
-from ._controls import slider
+from ._controls import plain_names, slider
 from ._figure import Interactive
 
 DECIMALS = 4
@@ -278,19 +277,6 @@ def gather_chart(
     spec = plain_names(chart.to_dict())
     spec["params"].insert(0, HOVER)
     return alt.VConcatChart.from_dict(spec)
-
-
-def plain_names(node: Any) -> Any:
-    """``node`` with Altair's position suffix (``_0``) taken off every view name."""
-    if isinstance(node, dict):
-        if "mark" in node and isinstance(node.get("name"), str):
-            node["name"] = re.sub(r"_\d+$", "", node["name"])
-        for child in node.values():
-            plain_names(child)
-    elif isinstance(node, list):
-        for child in node:
-            plain_names(child)
-    return node
 
 
 def gather_figure(

@@ -37,9 +37,8 @@ from matplotlib.figure import Figure
 from relpos import RelativePositionEmbedding, row_cosine_similarity
 from relpos.book import plot, results
 
-from ._controls import select, slider
+from ._controls import plain_names, select, slider
 from ._figure import Interactive
-from .streams import plain_names
 
 #: The spans a reader can choose, and the fillings.
 SPANS = (2, 4, 8, 16)
