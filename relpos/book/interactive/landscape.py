@@ -230,6 +230,9 @@ def landscape_chart(
             columns=2,
         )
         .resolve_scale(y="independent")
+        # every panel its own x axis (the scale stays shared): with seven panels in
+        # two columns a shared axis would sit under the empty eighth place
+        .resolve_axis(x="independent")
         .add_params(*boxes, head, pick)
         .properties(
             # resize: the figure shrinks and grows as panels are hidden and shown.
