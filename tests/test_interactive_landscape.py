@@ -36,6 +36,27 @@ def _by_point(rows: list[dict]) -> dict[tuple[str, int, int], float]:
     }
 
 
+def _axis_titles(node, text: str) -> int:
+    """How many axis titles of a Vega scenegraph read ``text``."""
+    if isinstance(node, list):
+        return sum(_axis_titles(child, text) for child in node)
+    if not isinstance(node, dict):
+        return 0
+    here = node.get("role") == "axis-title" and sum(
+        item.get("text") == text for item in node.get("items", [])
+    )
+    return int(here) + sum(_axis_titles(child, text) for child in node.values())
+
+
+def test_every_panel_has_its_own_distance_axis():
+    """Seven panels in two columns: a shared x axis would be drawn once per column,
+    the second one under the empty eighth place."""
+    import vl_convert
+
+    scenegraph = vl_convert.vegalite_to_scenegraph(CHART.to_dict())
+    assert _axis_titles(scenegraph, "distance i - j") == len(NAMES) == 7
+
+
 def test_the_points_are_score_by_distance_rounded():
     drawn = _by_point(evaluate(CHART)["points_marks"])
     expected = {
