@@ -14,6 +14,7 @@ import re
 import pytest
 
 from relpos.book.interactive import Interactive, evaluate
+from relpos.book.interactive._evaluate import with_params
 from relpos.book.interactive.landscape import (
     chapter_landscape,
     landscape_chart,
@@ -48,13 +49,18 @@ def _axis_titles(node, text: str) -> int:
     return int(here) + sum(_axis_titles(child, text) for child in node.values())
 
 
-def test_every_panel_has_its_own_distance_axis():
-    """Seven panels in two columns: a shared x axis would be drawn once per column,
-    the second one under the empty eighth place."""
+@pytest.mark.parametrize("ticked", [range(7), [0, 5, 6], [3]])
+def test_a_panel_per_ticked_scheme_each_with_its_distance_axis(ticked):
+    """A scheme not ticked has no panel, not an empty one; and every panel has its
+    own x axis (seven panels in two columns: a shared axis, drawn once per column,
+    would sit under the empty eighth place)."""
     import vl_convert
 
-    scenegraph = vl_convert.vegalite_to_scenegraph(CHART.to_dict())
-    assert _axis_titles(scenegraph, "distance i - j") == len(NAMES) == 7
+    boxes = {f"show{i}": i in ticked for i in range(len(NAMES))}
+    spec = with_params(CHART.to_dict(), **boxes)
+    scenegraph = vl_convert.vegalite_to_scenegraph(spec)
+    assert _axis_titles(scenegraph, "distance i - j") == len(ticked)
+    assert _axis_titles(scenegraph, "added to the logit") == len(ticked)
 
 
 def test_the_points_are_score_by_distance_rounded():

@@ -164,12 +164,7 @@ def landscape_chart(
     shown_expr = "[" + ", ".join(f"show{i}" for i in range(len(labels))) + "][datum.s]"
     head_expr = "head < 0 || datum.head == head"
 
-    base = (
-        alt.Chart()
-        .transform_filter(shown_expr)
-        .transform_filter(head_expr)
-        .transform_flatten(["r", "v"])
-    )
+    base = alt.Chart().transform_filter(head_expr).transform_flatten(["r", "v"])
     x = alt.X("r:Q", title="distance i - j", scale=alt.Scale(nice=False))
     y = alt.Y("v:Q", title="added to the logit")
     colour = alt.Color(
@@ -229,6 +224,8 @@ def landscape_chart(
             ),
             columns=2,
         )
+        # before the facet: a scheme not ticked has no panel (not an empty one)
+        .transform_filter(shown_expr)
         .resolve_scale(y="independent")
         # every panel its own x axis (the scale stays shared): with seven panels in
         # two columns a shared axis would sit under the empty eighth place
