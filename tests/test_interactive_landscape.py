@@ -14,7 +14,7 @@ import re
 import pytest
 
 from relpos.book.interactive import Interactive, evaluate
-from relpos.book.interactive._evaluate import with_params
+from relpos.book.interactive._evaluate import objects, with_params
 from relpos.book.interactive.landscape import (
     chapter_landscape,
     landscape_chart,
@@ -37,16 +37,14 @@ def _by_point(rows: list[dict]) -> dict[tuple[str, int, int], float]:
     }
 
 
-def _axis_titles(node, text: str) -> int:
+def _axis_titles(scenegraph, text: str) -> int:
     """How many axis titles of a Vega scenegraph read ``text``."""
-    if isinstance(node, list):
-        return sum(_axis_titles(child, text) for child in node)
-    if not isinstance(node, dict):
-        return 0
-    here = node.get("role") == "axis-title" and sum(
-        item.get("text") == text for item in node.get("items", [])
+    return sum(
+        item.get("text") == text
+        for node in objects(scenegraph)
+        if node.get("role") == "axis-title"
+        for item in node.get("items", [])
     )
-    return int(here) + sum(_axis_titles(child, text) for child in node.values())
 
 
 @pytest.mark.parametrize("ticked", [range(7), [0, 5, 6], [3]])

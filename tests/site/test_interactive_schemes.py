@@ -23,6 +23,7 @@ from _interactive import (  # noqa: E402
 )
 
 from relpos.book import results  # noqa: E402
+from relpos.book.interactive._evaluate import objects  # noqa: E402
 
 LANDSCAPE_PAGE = "book/08_where_deberta_sits.html"
 RESULTS_PAGE = "book/09_relative_positions_at_work.html"
@@ -40,21 +41,14 @@ def _spec_rows(page, name: str) -> list[dict]:
         f"figure#figure-{name} script.relpos-spec", "e => e.textContent"
     )
     spec = json.loads(text)
-    found: list[list[dict]] = []
-
-    def visit(node):
-        if isinstance(node, dict):
-            if isinstance(node.get("values"), list) and node["values"] and isinstance(
-                node["values"][0], dict
-            ) and "v" in node["values"][0]:
-                found.append(node["values"])
-            for child in node.values():
-                visit(child)
-        elif isinstance(node, list):
-            for child in node:
-                visit(child)
-
-    visit(spec)
+    found = [
+        node["values"]
+        for node in objects(spec)
+        if isinstance(node.get("values"), list)
+        and node["values"]
+        and isinstance(node["values"][0], dict)
+        and "v" in node["values"][0]
+    ]
     assert len(found) == 1, "the landscape's data holds one table"
     return found[0]
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import altair as alt
 
+from ._evaluate import objects
+
 
 def _named(name: str, label: str) -> None:
     if not name.isidentifier():
@@ -95,12 +97,7 @@ def plain_names(node: Any) -> Any:
     (``similarity_0``); a figure whose views are named uniquely already keeps
     the names it gave, which its mark names (``similarity_marks``) follow.
     """
-    if isinstance(node, dict):
-        if "mark" in node and isinstance(node.get("name"), str):
-            node["name"] = re.sub(r"_\d+$", "", node["name"])
-        for child in node.values():
-            plain_names(child)
-    elif isinstance(node, list):
-        for child in node:
-            plain_names(child)
+    for view in objects(node):
+        if "mark" in view and isinstance(view.get("name"), str):
+            view["name"] = re.sub(r"_\d+$", "", view["name"])
     return node

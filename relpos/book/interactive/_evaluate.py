@@ -12,7 +12,7 @@ page with :func:`parse_description`.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import altair as alt
@@ -60,6 +60,21 @@ def _spec(chart: alt.TopLevelMixin | Mapping[str, Any]) -> dict[str, Any]:
     )
 
 
+def objects(node: Any) -> Iterator[dict[str, Any]]:
+    """Every dict in a nested spec or scenegraph, each before the dicts inside it.
+
+    A caller may change the values of a dict it is given (not add or remove keys
+    of its parents); the walk then reads the changed values.
+    """
+    if isinstance(node, dict):
+        yield node
+        for child in node.values():
+            yield from objects(child)
+    elif isinstance(node, list):
+        for child in node:
+            yield from objects(child)
+
+
 def with_params(spec: Mapping[str, Any], **values: Any) -> dict[str, Any]:
     """A copy of ``spec`` whose parameters named in ``values`` start there.
 
@@ -67,20 +82,11 @@ def with_params(spec: Mapping[str, Any], **values: Any) -> dict[str, Any]:
     """
     spec = copy.deepcopy(dict(spec))
     unset = set(values)
-
-    def visit(node: Any) -> None:
-        if isinstance(node, dict):
-            for param in node.get("params", []) or []:
-                if isinstance(param, dict) and param.get("name") in values:
-                    param["value"] = values[param["name"]]
-                    unset.discard(param["name"])
-            for child in node.values():
-                visit(child)
-        elif isinstance(node, list):
-            for child in node:
-                visit(child)
-
-    visit(spec)
+    for node in objects(spec):
+        for param in node.get("params", []) or []:
+            if isinstance(param, dict) and param.get("name") in values:
+                param["value"] = values[param["name"]]
+                unset.discard(param["name"])
     if unset:
         raise ValueError(f"the chart has no parameter {sorted(unset)}")
     return spec
@@ -89,23 +95,14 @@ def with_params(spec: Mapping[str, Any], **values: Any) -> dict[str, Any]:
 def drawn(scenegraph: Mapping[str, Any]) -> dict[str, list[Row]]:
     """Every named mark of a Vega scenegraph and its items' parsed descriptions."""
     marks: dict[str, list[Row]] = {}
-
-    def visit(node: Any) -> None:
-        if isinstance(node, dict):
-            if node.get("role") == "mark" and node.get("name"):
-                rows = [
-                    parse_description(item["description"])
-                    for item in node.get("items", [])
-                    if isinstance(item, dict) and item.get("description")
-                ]
-                marks.setdefault(node["name"], []).extend(rows)
-            for child in node.values():
-                visit(child)
-        elif isinstance(node, list):
-            for child in node:
-                visit(child)
-
-    visit(scenegraph)
+    for node in objects(scenegraph):
+        if node.get("role") == "mark" and node.get("name"):
+            rows = [
+                parse_description(item["description"])
+                for item in node.get("items", [])
+                if isinstance(item, dict) and item.get("description")
+            ]
+            marks.setdefault(node["name"], []).extend(rows)
     return marks
 
 

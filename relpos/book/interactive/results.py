@@ -140,6 +140,21 @@ def _missing(
     return f"{scheme} has no results for {task} in the {setting} sweep"
 
 
+def _lines(
+    rows: alt.Chart, field: str, title: str, *, name: str, colour: str
+) -> alt.Chart:
+    """``rows``' ``field`` as lines of text under the plot, one per ``line`` number."""
+    return (
+        rows.mark_text(align="left", baseline="middle", fontSize=12, color=colour)
+        .encode(
+            x=alt.value(0),
+            y=alt.Y("line:O", axis=None),
+            text=alt.Text(f"{field}:N", title=title),
+        )
+        .properties(name=name, width=WIDTH, height=alt.Step(16))
+    )
+
+
 def results_chart(
     sweeps: Sequence[Result] | None = None,
     *,
@@ -304,30 +319,18 @@ def results_chart(
             ),
         ),
     )
-    readout = (
+    readout = _lines(
         base.transform_filter("datum.n == at")
         .transform_calculate(text=READOUT)
-        .transform_window(line="row_number()", sort=[{"field": "k"}])
-        .mark_text(align="left", baseline="middle", fontSize=12, color="#222")
-        .encode(
-            x=alt.value(0),
-            y=alt.Y("line:O", axis=None),
-            text=alt.Text("text:N", title="values"),
-        )
-        .properties(name="readout", width=WIDTH, height=alt.Step(16))
+        .transform_window(line="row_number()", sort=[{"field": "k"}]),
+        "text", "values", name="readout", colour="#222",
     )
-    notes = (
+    notes = _lines(
         alt.Chart()
         .transform_filter(chosen)
         .transform_filter("isValid(datum.note)")
-        .transform_window(line="row_number()")
-        .mark_text(align="left", baseline="middle", fontSize=12, color="#8a3b00")
-        .encode(
-            x=alt.value(0),
-            y=alt.Y("line:O", axis=None),
-            text=alt.Text("note:N", title="not run"),
-        )
-        .properties(name="notes", width=WIDTH, height=alt.Step(16))
+        .transform_window(line="row_number()"),
+        "note", "not run", name="notes", colour="#8a3b00",
     )
     # resize: the notes and the readout grow and shrink with the selection.
     return (
