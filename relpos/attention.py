@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from . import interop
-from ._checks import check_float_tensor, check_same_device, check_same_dtype
+from .checks import check_float_tensor, check_same_device, check_same_dtype
 from .backends import BACKENDS, PositionTerms, get_backend
 from .backends import gather as _gather
 from .config import POS_ATT_TYPES, AttentionConfig, resolve_config

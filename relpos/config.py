@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ._checks import check_bool, check_choice, check_int, check_rate
+from .checks import check_bool, check_choice, check_int, check_rate
 from .positions import attention_span, check_buckets
 
 #: The position terms DeBERTa can add, in the order the modules store them.

@@ -62,7 +62,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
-from ._checks import (
+from .checks import (
     check_bool,
     check_choice,
     check_float_tensor,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_choice, check_int
+from .checks import check_choice, check_int
 from .positions import delta, relative_position_index
 
 INITS = ("normal", "sinusoidal")

@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from . import interop
-from ._checks import check_bool, check_int, check_rate
+from .checks import check_bool, check_int, check_rate
 from .attention import DisentangledSelfAttention
 from .config import AttentionConfig, resolve_config
 from .core import SelfAttention, normalise_mask

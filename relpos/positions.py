@@ -14,7 +14,7 @@ from typing import overload
 
 import torch
 
-from ._checks import check_int, check_int_tensor
+from .checks import check_int, check_int_tensor
 
 
 def relative_positions(

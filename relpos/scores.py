@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import torch
 
-from ._checks import (
+from .checks import (
     check_bool,
     check_float_tensor,
     check_index,

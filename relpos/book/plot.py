@@ -21,7 +21,7 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from relpos._checks import check_int
+from relpos.checks import check_int
 from relpos.attention import AttentionScores
 from relpos.embedding import row_cosine_similarity
 from relpos.positions import (

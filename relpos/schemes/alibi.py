@@ -26,7 +26,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._checks import check_int, check_int_tensor
+from ..checks import check_int, check_int_tensor
 from .attention import BiasSelfAttention
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from .._checks import check_int_tensor
+from ..checks import check_int_tensor
 from ..core import SelfAttention
 
 

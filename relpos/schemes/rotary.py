@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from .._checks import check_int, check_int_tensor
+from ..checks import check_int, check_int_tensor
 from .attention import SchemeSelfAttention
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._checks import (
+from ..checks import (
     check_float_tensor,
     check_index,
     check_int,

@@ -33,7 +33,7 @@ import math
 import torch
 from torch import nn
 
-from .._checks import check_int, check_int_tensor
+from ..checks import check_int, check_int_tensor
 from .attention import BiasSelfAttention
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._checks import check_float_tensor, check_int, check_int_tensor
+from ..checks import check_float_tensor, check_int, check_int_tensor
 from ..scores import _content_to_position, content_to_position
 from .attention import SchemeSelfAttention, _relative_distances
 

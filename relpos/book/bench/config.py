@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 import torch
 
-from relpos._checks import check_int
+from relpos.checks import check_int
 from relpos.config import AttentionConfig
 from relpos.positions import attention_span
 

@@ -49,7 +49,7 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
-from relpos._checks import check_int
+from relpos.checks import check_int
 from relpos.attention import DisentangledSelfAttention
 from relpos.flex import (
     _flex_attention,

@@ -40,7 +40,7 @@ from typing import Any
 
 import torch
 
-from relpos._checks import check_int
+from relpos.checks import check_int
 
 MATMUL_SIZE = 2048
 

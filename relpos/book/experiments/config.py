@@ -17,7 +17,7 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
-from relpos._checks import check_choice, check_int
+from relpos.checks import check_choice, check_int
 from relpos.config import AttentionConfig
 
 

@@ -47,7 +47,7 @@ from typing import Callable
 
 import torch
 
-from relpos._checks import check_int
+from relpos.checks import check_int
 from relpos.positions import position_index, relative_positions
 from relpos.schemes.shaw import shaw_index
 from relpos.schemes.t5 import t5_bucket

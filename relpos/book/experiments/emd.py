@@ -50,7 +50,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from relpos._checks import check_int
+from relpos.checks import check_int
 from relpos.encoder import DisentangledEncoder
 
 #: How many times the decoder applies the last layer (two in DeBERTa).

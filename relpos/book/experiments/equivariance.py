@@ -61,7 +61,7 @@ from dataclasses import dataclass
 
 import torch
 
-from relpos._checks import check_int
+from relpos.checks import check_int
 from .tasks import Task, get_task
 
 

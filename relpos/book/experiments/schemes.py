@@ -125,7 +125,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from relpos._checks import check_int
+from relpos.checks import check_int
 from relpos.config import AttentionConfig
 from relpos.core import SelfAttention
 from relpos.embedding import sinusoidal_table

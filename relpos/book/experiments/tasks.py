@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from relpos._checks import check_choice, check_int
+from relpos.checks import check_choice, check_int
 
 VOCAB_SIZE = 16
 NO_TOKEN = VOCAB_SIZE  # the class of "no token that far back"

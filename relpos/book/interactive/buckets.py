@@ -25,7 +25,7 @@ from __future__ import annotations
 import altair as alt
 from matplotlib.figure import Figure
 
-from relpos._checks import check_int
+from relpos.checks import check_int
 from relpos.positions import check_buckets
 
 from ._controls import hovered_or, select, slider

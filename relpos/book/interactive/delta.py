@@ -17,7 +17,7 @@ from __future__ import annotations
 import altair as alt
 from matplotlib.figure import Figure
 
-from relpos._checks import check_int
+from relpos.checks import check_int
 
 from ._controls import hovered_or, slider
 from ._figure import Interactive
