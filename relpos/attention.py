@@ -12,10 +12,16 @@ same row as c2p: that is what the released DeBERTa code computes (the paper
 writes ``delta(j, i)``).
 
 DeBERTa is one scheme on ``relpos.core.SelfAttention``: the base does the
-projections, checks, masking, softmax and dropout; this module adds the table
-terms (``position_terms`` for the kernels of ``relpos.backends``,
-``position_logits`` for the explicit path) and its settings
+projections, checks, masking, softmax and dropout on every kernel; this module
+gives the table terms once (``position_terms``) and its settings
 (``relpos.AttentionConfig``).
+
+The table. A module owns a ``(2 * span, hidden)`` table (``table``, drawn as
+DeBERTa draws it) unless built with ``own_table=False``; the call
+``attention(hidden_states, attention_mask)`` reads it. An encoder shares one
+table across its layers, as DeBERTa does, and hands it to each layer as
+``rel_embeddings=``; any call may do the same (the book's chapters pass their
+own tables that way).
 
 Shape legend:
     b  batch              h  heads              d  head width (hidden // h)
@@ -24,22 +30,21 @@ Shape legend:
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
 from torch import nn
 
 from . import interop
-from .checks import check_float_tensor, check_same_device, check_same_dtype
-from .backends import BACKENDS, PositionTerms, get_backend
-from .backends import gather as _gather
+from .backends import BACKENDS, PositionTerms
+from .checks import check_bool, check_float_tensor, check_same_device, check_same_dtype
 from .config import POS_ATT_TYPES, AttentionConfig, resolve_config
-from .core import SelfAttention, _relative_distances
+from .core import SelfAttention
+from .embedding import RelativePositionEmbedding
 from .positions import distance_lookup, index_from_lookup, position_index
 from .scores import (
     AttentionScores,
-    _content_to_position,
-    _position_to_content,
     combine_scores,
     content_to_position,
     content_to_position_naive,
@@ -70,14 +75,20 @@ class DisentangledSelfAttention(SelfAttention):
             the causal mask).
         config: all of the above as one ``relpos.AttentionConfig`` instead; an
             argument that differs from the config is a ``ValueError``.
+        own_table: give the module a table of its own (``table``); False when the
+            table always comes from outside (an encoder's shared one).
 
     Attributes:
         config: the ``AttentionConfig`` (frozen) the module was built from.
+        table: the module's ``RelativePositionEmbedding``, or None.
+        lookup: the row of each distance ``r`` in ``[-L, L]`` at ``r + L``; every
+            distance beyond ``L`` reads the row of ``L`` (a buffer, not saved).
 
     Shapes:
         hidden_states: ``(b, n, hidden)``
-        rel_embeddings: ``(2 * span, hidden)``, the table shared by all layers
-        attention_mask: ``(b, n)``, 1 for a token and 0 for padding
+        attention_mask: as ``relpos.SelfAttention`` (any convention of
+            ``relpos.masks``)
+        rel_embeddings: ``(2 * span, hidden)``, a table to read instead of ``table``
         query_states: ``(b, n, hidden)``, the queries' input (default hidden_states)
         output: ``(b, n, hidden)``, the context before any output projection
     """
@@ -97,6 +108,7 @@ class DisentangledSelfAttention(SelfAttention):
         causal: bool = False,
         *,
         config: AttentionConfig | None = None,
+        own_table: bool = True,
     ) -> None:
         config = resolve_config(
             config,
@@ -131,6 +143,16 @@ class DisentangledSelfAttention(SelfAttention):
             if "p2c" in self.pos_att_type:
                 self.pos_query_proj = nn.Linear(self.hidden_size, self.hidden_size)
             self.dropout = self._modules.pop("dropout")  # listed last, as before
+        self.table = None
+        if check_bool("own_table", own_table):
+            self.table = RelativePositionEmbedding(self.span, self.hidden_size)
+        reach = max(self.max_relative_positions, self.span) + 1
+        rows = distance_lookup(
+            reach + 1,
+            max_relative_positions=self.max_relative_positions,
+            position_buckets=self.position_buckets,
+        )  # (2L + 1,): the row of distance r at r + L
+        self.register_buffer("lookup", rows, persistent=False)
 
     # -- the pieces ------------------------------------------------------------
 
@@ -197,126 +219,139 @@ class DisentangledSelfAttention(SelfAttention):
 
     def position_terms(
         self,
-        query: torch.Tensor,
-        key: torch.Tensor,
         query_positions: torch.Tensor,
         key_positions: torch.Tensor,
         *,
-        rel_embeddings: torch.Tensor,
+        rel_embeddings: torch.Tensor | None = None,
     ) -> PositionTerms:
         """The table, its c2p/p2c projections and the row of each distance.
 
         Shapes:
-            query: ``(b, h, i, d)``; key: ``(b, h, j, d)``
-            rel_embeddings: ``(2 * span, hidden)``
+            query_positions: ``(B, i)``; key_positions: ``(B, j)``
+            rel_embeddings: ``(2 * span, hidden)``, default the module's table
         """
-        lookup = self.distance_lookup(query.shape[-2], device=query.device)  # (2n - 1,)
+        table = self.table_or(rel_embeddings)
         return PositionTerms(
-            rel_embeddings,
-            lookup,
+            query_positions,
+            key_positions,
+            self.lookup,
+            table,
             self._project_key if "c2p" in self.pos_att_type else None,
             self._project_query if "p2c" in self.pos_att_type else None,
         )
 
-    def position_logits(
-        self,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        query_positions: torch.Tensor,
-        key_positions: torch.Tensor,
-        *,
-        rel_embeddings: torch.Tensor,
-    ) -> torch.Tensor | None:
-        """``(c2p + p2c) / sqrt(d * s)`` at the rows of the positions' distances.
+    def table_or(self, rel_embeddings: torch.Tensor | None) -> torch.Tensor:
+        """``rel_embeddings`` when given, else the module's own table's weight.
 
         Shapes:
-            query: ``(b, h, i, d)``; key: ``(b, h, j, d)``
-            query_positions: ``(i,)``; key_positions: ``(j,)``
-            output: ``(b, h, i, j)``, or None without position terms
+            output: ``(2 * span, hidden)``
         """
-        rel = _relative_distances(query_positions, key_positions)  # (i, j)
-        index = position_index(
-            rel,
-            max_relative_positions=self.max_relative_positions,
-            position_buckets=self.position_buckets,
-        )  # (i, j)
-        pos_key, pos_query = self.project_table(rel_embeddings)  # (h, r, d) each
-        total = None
-        if pos_key is not None:
-            total = _content_to_position(query, pos_key, index)  # (b, h, i, j)
-        if pos_query is not None:
-            p2c = _position_to_content(key, pos_query, index)  # (b, h, i, j)
-            total = p2c if total is None else total + p2c
-        return None if total is None else total * self.scale
-
-    def scores(
-        self,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        key_mask: torch.Tensor | None,
-        query_positions: torch.Tensor,
-        key_positions: torch.Tensor,
-        *,
-        rel_embeddings: torch.Tensor,
-    ) -> AttentionScores:
-        """c2c, c2p, p2c and the probabilities (the backend's ``scores``, else gather).
-
-        The probabilities are causal when the module is; the terms are not masked.
-
-        Shapes:
-            query: ``(b, h, i, d)``; key: ``(b, h, j, d)``; key_mask: ``(b, j)``
-            output: ``AttentionScores`` of ``(b, h, i, j)`` tensors
-        """
-        terms = self.position_terms(
-            query, key, query_positions, key_positions, rel_embeddings=rel_embeddings
-        )
-        scores = get_backend(self.backend).scores or _gather.scores
-        causal = {"causal": True} if self.causal else {}  # as for the kernels
-        return scores(query, key, terms, key_mask, self.scale, **causal)
+        if rel_embeddings is not None:
+            return rel_embeddings
+        if self.table is None:
+            raise ValueError(
+                "rel_embeddings must be given: this module has no table of its own "
+                "(built with own_table=False, as an encoder's layers and modules "
+                "converted from transformers are); pass rel_embeddings=table"
+            )
+        return self.table.weight
 
     # -- forward ---------------------------------------------------------------
 
     def forward(  # type: ignore[override]
         self,
         hidden_states: torch.Tensor,
-        rel_embeddings: torch.Tensor,
+        *args: Any,
+        rel_embeddings: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
-        *,
+        positions: torch.Tensor | None = None,
+        document_ids: torch.Tensor | None = None,
+        cache: Any = None,
         query_states: torch.Tensor | None = None,
         return_scores: bool = False,
     ) -> torch.Tensor | tuple[torch.Tensor, AttentionScores]:
         """Attend over ``hidden_states`` with relative positions from the table.
 
-        Padding (``attention_mask == 0``) is removed from every query's keys; the
-        outputs at padded positions are finite but carry no meaning. With
-        ``causal``, so are the keys after each query. ``query_states`` (default
-        ``hidden_states``) is what the queries are projected from (c2c and c2p
-        read it; keys, values and p2c read ``hidden_states``), as in
-        ``transformers``' DeBERTa and its enhanced mask decoder.
+        ``attention(hidden_states, attention_mask=None, *, rel_embeddings=None,
+        positions=None, document_ids=None, cache=None, query_states=None,
+        return_scores=False)``, the call of every ``relpos`` attention.
+        Masked keys are removed from every query's keys (the outputs at padded
+        positions are finite but carry no meaning); with ``causal``, so are the
+        keys after each query. ``query_states`` (default ``hidden_states``) is
+        what the queries are projected from (c2c and c2p read it; keys, values
+        and p2c read ``hidden_states``), as in ``transformers``' DeBERTa and its
+        enhanced mask decoder.
+
+        The call of relpos 0.2, ``attention(hidden_states, rel_embeddings,
+        attention_mask)``, still works and warns (``DeprecationWarning``); it goes
+        in 0.4.
 
         Returns:
             The context ``(b, n, hidden)``; with ``return_scores=True`` also an
             ``AttentionScores`` with the scaled c2c, c2p, p2c terms and the
-            probabilities (computed the gather way whatever the backend, per
-            pair for ``naive``).
+            probabilities (per pair for ``naive``, by gather otherwise).
 
         Shapes:
             hidden_states: ``(b, n, hidden)``
-            rel_embeddings: ``(2 * span, hidden)``
-            attention_mask: ``(b, n)``; query_states: ``(b, n, hidden)``
-            output: ``(b, n, hidden)``
+            rel_embeddings: ``(2 * span, hidden)``; attention_mask: see the class
+            query_states: ``(b, n, hidden)``; output: ``(b, n, hidden)``
         """
-        key_mask = self.check_inputs(hidden_states, attention_mask)
-        query_states = self.check_query_states(query_states, hidden_states)
-        self.check_table(rel_embeddings, hidden_states)
-        return self._attend(
-            hidden_states,
-            key_mask,
-            None,
-            return_scores,
-            query_states=query_states,
-            rel_embeddings=rel_embeddings,
+        rel_embeddings, attention_mask = self._old_call(
+            args, hidden_states, rel_embeddings, attention_mask
         )
+        prepared = self.prepare(
+            hidden_states, attention_mask, positions=positions,
+            document_ids=document_ids, cache=cache,
+        )
+        query_states = self.check_query_states(query_states, hidden_states)
+        table = self.check_table(self.table_or(rel_embeddings), hidden_states)
+        out = self._attend(
+            hidden_states, prepared, return_scores,
+            query_states=query_states, rel_embeddings=table,
+        )
+        self.finish(prepared)
+        return out
+
+    def _old_call(self, args, hidden_states, rel_embeddings, attention_mask):
+        """Read the positional arguments: ``(mask)`` now, ``(table[, mask])`` in 0.2."""
+        if len(args) > 2:
+            raise TypeError(
+                "DisentangledSelfAttention takes hidden_states and attention_mask "
+                f"positionally, got {1 + len(args)} positional arguments; pass the "
+                "others by keyword (rel_embeddings=, positions=, ...)"
+            )
+        if not args:
+            return rel_embeddings, attention_mask
+        first = args[0]
+        table_shape = (2 * self.span, self.hidden_size)
+        is_table = (
+            isinstance(first, torch.Tensor)
+            and first.is_floating_point()
+            and tuple(first.shape) == table_shape
+        )
+        if is_table and tuple(first.shape) == tuple(hidden_states.shape[:2]):
+            raise ValueError(
+                f"the second argument, of shape {table_shape}, could be the table "
+                "(relpos 0.2's call) or a mask; pass rel_embeddings= or "
+                "attention_mask= by keyword"
+            )
+        if not is_table:
+            if len(args) > 1 or attention_mask is not None:
+                raise TypeError(
+                    "attention_mask was given twice (positionally and by keyword)"
+                )
+            return rel_embeddings, first
+        warnings.warn(
+            "attention(hidden_states, rel_embeddings, attention_mask) is relpos 0.2's "
+            "call; write attention(hidden_states, attention_mask, "
+            "rel_embeddings=table) (or let the module use its own table). The old "
+            "call goes in 0.4",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        if len(args) > 1:
+            attention_mask = args[1]
+        return first, attention_mask
 
     def check_table(self, rel_embeddings: object, like: torch.Tensor) -> torch.Tensor:
         """A ``(2 * span, hidden)`` floating table with ``like``'s dtype and device.
@@ -338,6 +373,11 @@ class DisentangledSelfAttention(SelfAttention):
         check_same_dtype("rel_embeddings", rel_embeddings, name, like.dtype)
         check_same_device("rel_embeddings", rel_embeddings, name, like.device)
         return rel_embeddings
+
+    @property
+    def span_reach(self) -> int:
+        """``L``: beyond distance ``L`` every distance reads the row of ``L``."""
+        return (self.lookup.shape[0] - 1) // 2
 
     @classmethod
     def from_transformers(

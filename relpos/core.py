@@ -2,66 +2,68 @@
 
 ``SelfAttention`` owns what all the position schemes share, once: the query,
 key and value projections, the split into heads, the checks of the forward
-input (done at the edge, once per call), the key mask, the softmax, the
-dropout on the probabilities, the values and the returned scores. A scheme
-changes it in at most three hooks, each a method a subclass overrides (the
-default changes nothing):
+input (done at the edge, once per call), the masks, the cache, the kernel
+(``relpos.backends``) and the returned scores. A scheme changes it in at most
+two hooks, each a method a subclass overrides (the default changes nothing):
 
-- ``rotate``: transform queries and keys before the dot product (rotary).
-- ``position_logits``: a term added to the scaled content logits, either a
-  content-free bias ``(1, h, i, j)`` (T5, ALiBi) or content-dependent terms
-  ``(b, h, i, j)`` (Shaw, Transformer-XL, DeBERTa's c2p + p2c).
-- ``position_values``: a term added to each query's context (Shaw's values).
+- ``rotate``: transform queries and keys by their positions before any kernel
+  (rotary).
+- ``position_terms``: what the scheme adds, as a :class:`relpos.backends.PositionTerms`
+  (c2p/p2c rows, a bias per row, a bias function of the distance, relative
+  values), which every kernel reads the same way.
 
 With ``q``, ``k``, ``v`` the per-head projections and ``d`` the head width::
 
-    logits[b, h, i, j] = q_i . k_j * scale  +  position_logits[b, h, i, j]
-    context[b, h, i]   = sum_j probs[b, h, i, j] v_j  +  position_values[b, h, i]
+    logits[b, h, i, j] = q_i . k_j * scale  +  the scheme's terms at (i, j)
+    context[b, h, i]   = sum_j probs[b, h, i, j] (v_j + the scheme's values)
 
 The bare ``SelfAttention`` is attention without any position information.
 
+One call for every scheme::
+
+    attention(hidden_states, attention_mask=None, *, positions=None,
+              document_ids=None, cache=None, query_states=None, return_scores=False)
+
+- ``attention_mask``: any convention of ``relpos.masks`` (bool, 0/1, additive,
+  ``transformers``' 4-D masks; a key mask ``(b, n)`` or a pair mask).
+- ``positions``: ``(n,)`` or per sequence ``(b, n)`` integers (packed sequences,
+  left padding), default ``0 .. n - 1`` after the cached ones.
+- ``document_ids``: ``(b, n)``: no attention across documents packed in a row.
+- ``cache``: a :class:`relpos.KVCache` for causal decoding.
+
 Causal attention. With ``causal=True`` query ``i`` attends to keys ``j <= i``
-only: the keys after it get no weight (a logit of ``-inf``), on top of the
-padding key mask, on every path (the explicit one and every kernel). "After" is
-the order of the sequence, row ``i`` and column ``j``, whatever ``positions``
-says. The logits of ``return_scores=True`` stay those before masking; the
-probabilities are exactly 0 above the diagonal. A scheme with a causal form of
-its own (ALiBi's one-sided bias, T5's one-sided buckets) takes it when built
-with ``causal=True``.
+only (in the order of the sequence, the cached keys first); the keys after it
+get a logit of ``-inf`` on every path. A scheme with a causal form of its own
+(ALiBi's one-sided bias, T5's one-sided buckets) takes it when built with
+``causal=True``.
 
-Query states. ``forward(..., query_states=x_q)`` projects the queries from
-``x_q`` and the keys and values from ``hidden_states`` (both ``(b, n, hidden)``),
-as DeBERTa's enhanced mask decoder does (``transformers``'
-``DebertaV2Attention`` with ``query_states``); ``None`` means ``hidden_states``.
+Query states. ``query_states=x_q`` projects the queries from ``x_q`` and the
+keys and values from ``hidden_states`` (DeBERTa's enhanced mask decoder).
 
-Kernels. A scheme whose position enters only through ``rotate``, or through
-the table terms of :class:`relpos.backends.PositionTerms` (DeBERTa, which
-gives them in ``position_terms``), runs on any kernel of
-``relpos.backends`` (``backend="gather"``, ``"flex"``, ...). A scheme with
-its own ``position_logits`` or ``position_values`` runs the explicit path
-above, which is also what ``return_scores=True`` computes.
-
-Checks and the hot path. ``forward`` checks its input (types, shapes,
-dtypes, devices; no tensor values read) and turns the mask into a bool key
-mask once; ``_attend`` does the work without checking again, so an encoder
-that has checked its input calls ``_attend`` directly. The one value read,
-"is anything padded at all?" (to skip the masking work when nothing is), is
-done at the edge, on the CPU in eager mode only: never on an accelerator
-(where it would wait for the device) nor under ``torch.compile``.
+Checks and the hot path. ``forward`` checks its input (types, shapes, dtypes,
+devices) and reads the mask once (:meth:`SelfAttention.prepare`); ``_attend``
+does the work without checking again, so an encoder that has checked its input
+calls ``_attend`` directly.
 
 Shape legend:
     b  batch          n  sequence length      h  heads      d  head width
-    i  query          j  key                  hidden  model width, h * d
+    i  query          j  key                  t  cached positions
+    B  b or 1 (positions per sequence, or shared)
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, NamedTuple
 
 import torch
 from torch import nn
 
+from . import masks
+from .backends import BACKENDS, PositionTerms, get_backend
+from .backends import terms as explicit
+from .cache import KVCache
 from .checks import (
     check_bool,
     check_choice,
@@ -72,8 +74,7 @@ from .checks import (
     check_same_device,
     check_same_dtype,
 )
-from .backends import BACKENDS, PositionTerms, get_backend
-from .scores import SchemeScores, _masked_fill
+from .scores import AttentionScores
 
 
 def relative_distances(
@@ -99,50 +100,48 @@ def relative_distances(
 
 
 def _relative_distances(query_positions, key_positions):
-    return query_positions[:, None] - key_positions[None, :]  # (i, j)
+    return query_positions[..., :, None] - key_positions[..., None, :]  # (i, j)
 
 
 def normalise_mask(
     attention_mask: object, hidden_states: torch.Tensor
 ) -> torch.Tensor | None:
-    """Check ``attention_mask`` and return it as a bool key mask on the input's device.
-
-    ``None`` stays ``None``. A mask is a tensor of shape ``(b, n)``, of any real
-    or bool dtype: nonzero for a token, 0 for padding. On the CPU in eager mode
-    a mask without any padding is returned as ``None`` (it changes nothing, and
-    the kernels skip the masking work); on an accelerator and under
-    ``torch.compile`` it is kept, so that no tensor value is read (no host sync).
+    """A ``(b, n)`` key mask in any convention of ``relpos.masks``, as bool or None.
 
     Shapes:
-        attention_mask: ``(b, n)``; hidden_states: ``(b, n, hidden)``
-        output: ``(b, n)`` bool, or None
+        attention_mask: ``(b, n)`` (or ``transformers``' ``(b, 1, 1, n)``)
+        hidden_states: ``(b, n, hidden)``; output: ``(b, n)`` bool, or None
     """
-    if attention_mask is None:
-        return None
     b, n = hidden_states.shape[0], hidden_states.shape[1]
-    if not isinstance(attention_mask, torch.Tensor):
-        raise TypeError(
-            f"attention_mask must be a tensor of shape (b, n) = {(b, n)} or None, "
-            f"got {type(attention_mask).__name__}"
-        )
-    if tuple(attention_mask.shape) != (b, n):
+    keys, pairs = masks.read_mask(attention_mask, b, n, n, hidden_states.device)
+    if pairs is not None:
         raise ValueError(
-            f"attention_mask must have shape (b, n) = {(b, n)}, "
-            f"got {tuple(attention_mask.shape)}"
+            f"attention_mask must be a key mask of shape (b, n) = {(b, n)} here, got "
+            f"a pair mask of shape {tuple(attention_mask.shape)}"
         )
-    if attention_mask.is_complex():
-        raise TypeError("attention_mask must be a bool, integer or float tensor")
-    key_mask = attention_mask.to(device=hidden_states.device) != 0  # (b, n)
-    # Reading the mask is free on the CPU; on an accelerator it would wait for the
-    # device, and under torch.compile it would break the graph: keep the mask there.
-    on_cpu = key_mask.device.type == "cpu"
-    if on_cpu and not torch.compiler.is_compiling() and bool(key_mask.all()):
-        return None
-    return key_mask
+    return keys
+
+
+class Prepared(NamedTuple):
+    """The checked input of one call: the mask and the positions, read once.
+
+    Shapes:
+        mask.keys: ``(b, t + n)``; query_positions: ``(B, n)``
+        key_positions: ``(B, t + n)``; keys, documents: ``(b, t + n)`` or None
+    """
+
+    mask: masks.Mask | None
+    query_positions: torch.Tensor
+    key_positions: torch.Tensor
+    cache: KVCache | None = None
+
+
+def _batched_positions(positions: torch.Tensor) -> torch.Tensor:
+    return positions if positions.dim() == 2 else positions[None]  # (B, n)
 
 
 class SelfAttention(nn.Module):
-    """Multi-head self-attention with the three hooks a position scheme may override.
+    """Multi-head self-attention with the two hooks a position scheme may override.
 
     On its own (no hook overridden) it is attention without any position
     information. The output is the context before any output projection.
@@ -151,15 +150,18 @@ class SelfAttention(nn.Module):
         hidden_size: model width; must be divisible by ``num_heads``.
         num_heads: number of attention heads.
         dropout: dropout on the attention probabilities (training only).
-        backend: the kernel (a name in ``relpos.BACKENDS``) for schemes that can
-            use one (see the module docstring); the others ignore it.
+        backend: the kernel (a name in ``relpos.BACKENDS``): ``"naive"``,
+            ``"gather"``, ``"flex"`` or any registered one; every scheme runs on
+            every kernel.
         causal: query ``i`` attends to keys ``j <= i`` only (a decoder).
 
     Shapes:
         hidden_states: ``(b, n, hidden)``
-        attention_mask: ``(b, n)``, 1 for a token and 0 for padding (masked as keys)
+        attention_mask: ``(b, n)`` key mask or ``(b, n, n)`` pair mask, any
+            convention of ``relpos.masks``; with a cache ``(b, t + n)`` or ``(b, n)``
+        positions: ``(n,)`` or ``(b, n)`` integers, default ``t, ..., t + n - 1``
+        document_ids: ``(b, n)`` integers
         query_states: ``(b, n, hidden)``, the queries' input (default hidden_states)
-        positions: ``(n,)`` integers, default ``0, 1, ..., n - 1``
         output: ``(b, n, hidden)``
     """
 
@@ -191,6 +193,9 @@ class SelfAttention(nn.Module):
         self.key_proj = nn.Linear(self.hidden_size, self.hidden_size)
         self.value_proj = nn.Linear(self.hidden_size, self.hidden_size)
         self.dropout = nn.Dropout(self.dropout_p)
+        #: Which entry of a ``KVCache`` this module reads (an encoder numbers its
+        #: layers).
+        self.cache_index = 0
 
     # -- the pieces -------------------------------------------------------------------
 
@@ -214,15 +219,6 @@ class SelfAttention(nn.Module):
         x = x.unflatten(-1, (self.num_heads, self.head_size))  # (*, n, h, d)
         return x.transpose(-3, -2)  # (*, h, n, d)
 
-    @property
-    def uses_kernel(self) -> bool:
-        """Whether ``forward`` hands the work to ``backend`` (see the module doc)."""
-        cls = type(self)
-        return (
-            cls.position_logits is SelfAttention.position_logits
-            and cls.position_values is SelfAttention.position_values
-        ) or cls.position_terms is not SelfAttention.position_terms
-
     # -- the hooks a scheme overrides -------------------------------------------------
 
     def rotate(
@@ -236,60 +232,26 @@ class SelfAttention(nn.Module):
 
         Shapes:
             query: ``(b, h, i, d)``; key: ``(b, h, j, d)``
-            query_positions: ``(i,)``; key_positions: ``(j,)``
+            query_positions: ``(B, i)``; key_positions: ``(B, j)``
             output: ``(query, key)`` with the same shapes
         """
         return query, key
 
-    def position_logits(
-        self,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        query_positions: torch.Tensor,
-        key_positions: torch.Tensor,
-        **inputs: Any,
-    ) -> torch.Tensor | None:
-        """The term added to the scaled content logits (default: none).
-
-        Shapes:
-            query: ``(b, h, i, d)``; key: ``(b, h, j, d)``
-            query_positions: ``(i,)``; key_positions: ``(j,)``
-            output: ``(b, h, i, j)`` or ``(1, h, i, j)``, or None
-        """
-        return None
-
-    def position_values(
-        self,
-        probs: torch.Tensor,
-        query_positions: torch.Tensor,
-        key_positions: torch.Tensor,
-        **inputs: Any,
-    ) -> torch.Tensor | None:
-        """The term added to each query's context (default: none).
-
-        Shapes:
-            probs: ``(b, h, i, j)``; query_positions: ``(i,)``; key_positions: ``(j,)``
-            output: ``(b, h, i, d)`` or None
-        """
-        return None
-
     def position_terms(
         self,
-        query: torch.Tensor,
-        key: torch.Tensor,
         query_positions: torch.Tensor,
         key_positions: torch.Tensor,
         **inputs: Any,
     ) -> PositionTerms | None:
-        """The table terms a kernel adds (default: none; DeBERTa gives c2p and p2c).
+        """What the scheme adds to the logits and values (default: nothing).
 
         Shapes:
-            query: ``(b, h, i, d)``; key: ``(b, h, j, d)``
+            query_positions: ``(B, i)``; key_positions: ``(B, j)``
             output: ``PositionTerms`` or None
         """
         return None
 
-    # -- the shared path --------------------------------------------------------------
+    # -- the explicit scores ----------------------------------------------------------
 
     def logits(
         self,
@@ -299,80 +261,105 @@ class SelfAttention(nn.Module):
         key_positions: torch.Tensor,
         **inputs: Any,
     ) -> torch.Tensor:
-        """Scaled content logits plus the scheme's position term, before masking.
+        """Scaled content logits plus the scheme's terms, before masking.
 
         Shapes:
             query: ``(b, h, i, d)``; key: ``(b, h, j, d)``
-            query_positions: ``(i,)``; key_positions: ``(j,)``
-            output: ``(b, h, i, j)``
+            query_positions: ``(i,)`` or ``(B, i)``; key_positions: ``(j,)`` or
+            ``(B, j)``; output: ``(b, h, i, j)``
         """
-        query, key = self.rotate(query, key, query_positions, key_positions)
-        logits = torch.einsum("bhid,bhjd->bhij", query, key) * self.scale
-        positions = (query_positions, key_positions)
-        extra = self.position_logits(query, key, *positions, **inputs)
-        return logits if extra is None else logits + extra
+        qpos = _batched_positions(query_positions)
+        kpos = _batched_positions(key_positions)
+        query, key = self.rotate(query, key, qpos, kpos)
+        terms = self.position_terms(qpos, kpos, **inputs)
+        return explicit.gather_scores(query, key, terms, None, self.scale).logits
+
+    def position_logits(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        query_positions: torch.Tensor,
+        key_positions: torch.Tensor,
+        **inputs: Any,
+    ) -> torch.Tensor | None:
+        """The scheme's terms alone (the logits less ``q . k * scale``), or None.
+
+        Rotary has no separate term: None.
+
+        Shapes:
+            query: ``(b, h, i, d)``; key: ``(b, h, j, d)``; output: ``(b, h, i, j)``
+        """
+        qpos = _batched_positions(query_positions)
+        kpos = _batched_positions(key_positions)
+        terms = self.position_terms(qpos, kpos, **inputs)
+        if terms is None or not terms.has_logit_terms:
+            return None
+        scores = explicit.gather_scores(query, key, terms, None, self.scale)
+        return scores.logits - scores.c2c
 
     def scores(
         self,
         query: torch.Tensor,
         key: torch.Tensor,
-        key_mask: torch.Tensor | None,
+        mask: masks.Mask | None,
         query_positions: torch.Tensor,
         key_positions: torch.Tensor,
         **inputs: Any,
-    ) -> NamedTuple:
-        """The logits and the masked softmax (``SchemeScores``), causal if ``causal``.
+    ) -> AttentionScores:
+        """Every term and the masked softmax (the backend's ``scores``, else gather).
+
+        The queries and keys are turned already (``rotate``).
 
         Shapes:
-            query: ``(b, h, i, d)``; key: ``(b, h, j, d)``; key_mask: ``(b, j)`` bool
-            output: ``SchemeScores`` of ``(b, h, i, j)`` tensors
+            query: ``(b, h, i, d)``; key: ``(b, h, j, d)``
+            query_positions: ``(B, i)``; key_positions: ``(B, j)``
+            output: ``AttentionScores`` of ``(b, h, i, j)`` tensors
         """
-        logits = self.logits(query, key, query_positions, key_positions, **inputs)
-        probs = _masked_fill(logits, key_mask, self.causal).softmax(-1)
-        return SchemeScores(logits, probs)
+        terms = self.position_terms(query_positions, key_positions, **inputs)
+        scores = get_backend(self.backend).scores or explicit.gather_scores
+        return scores(query, key, terms, mask, self.scale)
+
+    # -- the shared path --------------------------------------------------------------
 
     def _attend(
         self,
         hidden_states: torch.Tensor,
-        key_mask: torch.Tensor | None,
-        positions: torch.Tensor | None = None,
+        prepared: Prepared,
         return_scores: bool = False,
         *,
         query_states: torch.Tensor | None = None,
         **inputs: Any,
-    ) -> torch.Tensor | tuple[torch.Tensor, NamedTuple]:
-        """``forward`` after the checks: ``key_mask`` is bool ``(b, n)`` or None.
+    ) -> torch.Tensor | tuple[torch.Tensor, AttentionScores]:
+        """``forward`` after the checks (:meth:`prepare`).
 
         Shapes:
-            hidden_states, query_states: ``(b, n, hidden)``; key_mask: ``(b, n)``
-            positions ``(n,)``; output: ``(b, n, hidden)``
+            hidden_states, query_states: ``(b, n, hidden)``; output: ``(b, n, hidden)``
         """
-        n = hidden_states.shape[1]
-        if positions is None:
-            positions = torch.arange(n, device=hidden_states.device)  # (n,)
         if query_states is None:
             query_states = hidden_states
+        qpos, kpos = prepared.query_positions, prepared.key_positions
         query = self.split_heads(self.query_proj(query_states))  # (b, h, i, d)
-        key = self.split_heads(self.key_proj(hidden_states))  # (b, h, j, d)
-        value = self.split_heads(self.value_proj(hidden_states))  # (b, h, j, d)
+        key = self.split_heads(self.key_proj(hidden_states))  # (b, h, n, d)
+        value = self.split_heads(self.value_proj(hidden_states))  # (b, h, n, d)
+        query, key = self.rotate(query, key, qpos, kpos[:, -key.shape[-2]:])
+        if prepared.cache is not None:
+            key, value = prepared.cache.extend(self.cache_index, key, value)
+            # key, value: (b, h, t + n, d)
+        terms = self.position_terms(qpos, kpos, **inputs)
         scores = None
-        if return_scores or not self.uses_kernel:
-            scores = self.scores(query, key, key_mask, positions, positions, **inputs)
+        if return_scores:
+            scores = self.scores(query, key, prepared.mask, qpos, kpos, **inputs)
             weights = self.dropout(scores.probs)  # (b, h, i, j)
             context = weights @ value  # (b, h, i, d)
-            extra = self.position_values(weights, positions, positions, **inputs)
-            if extra is not None:
-                context = context + extra
+            if terms is not None and terms.value_rows is not None:
+                rows = explicit.pair_rows(terms)  # (B, i, j)
+                context = context + explicit.value_term(weights, terms.value_rows, rows)
         else:
-            query, key = self.rotate(query, key, positions, positions)
-            terms = self.position_terms(query, key, positions, positions, **inputs)
             dropout_p = self.dropout_p if self.training else 0.0
             attend = get_backend(self.backend).attend
-            # causal only when set: a kernel written without the keyword still works.
-            causal = {"causal": True} if self.causal else {}
             context = attend(
-                query, key, value, terms, key_mask, self.scale, dropout_p, **causal
-            )
+                query, key, value, terms, prepared.mask, self.scale, dropout_p
+            )  # (b, h, i, d)
         context = context.transpose(1, 2).flatten(-2)  # (b, n, hidden)
         return (context, scores) if return_scores else context
 
@@ -381,46 +368,108 @@ class SelfAttention(nn.Module):
         hidden_states: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
         *,
-        query_states: torch.Tensor | None = None,
         positions: torch.Tensor | None = None,
+        document_ids: torch.Tensor | None = None,
+        cache: KVCache | None = None,
+        query_states: torch.Tensor | None = None,
         return_scores: bool = False,
-    ) -> torch.Tensor | tuple[torch.Tensor, NamedTuple]:
-        """Attend over ``hidden_states``; padded keys (``attention_mask == 0``) get
-        no weight, nor, when ``causal``, the keys after each query.
-
-        ``query_states`` (default ``hidden_states``) is what the queries are
-        projected from; keys and values come from ``hidden_states``.
+    ) -> torch.Tensor | tuple[torch.Tensor, AttentionScores]:
+        """Attend over ``hidden_states``; masked keys get no weight, nor, when
+        ``causal``, the keys after each query.
 
         Returns:
             The context ``(b, n, hidden)``; with ``return_scores=True`` also the
-            ``SchemeScores`` (logits before masking, probabilities after it).
+            ``AttentionScores`` (each term, the probabilities after masking).
 
         Shapes:
-            hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
-            query_states: ``(b, n, hidden)``; positions: ``(n,)``
-            output: ``(b, n, hidden)``
+            hidden_states: ``(b, n, hidden)``; attention_mask: see the class
+            positions: ``(n,)`` or ``(b, n)``; document_ids: ``(b, n)``
+            query_states: ``(b, n, hidden)``; output: ``(b, n, hidden)``
         """
-        key_mask = self.check_inputs(hidden_states, attention_mask)
-        query_states = self.check_query_states(query_states, hidden_states)
-        positions = self.check_positions(positions, hidden_states)
-        return self._attend(
-            hidden_states, key_mask, positions, return_scores,
-            query_states=query_states,
+        prepared = self.prepare(
+            hidden_states, attention_mask, positions=positions,
+            document_ids=document_ids, cache=cache,
         )
+        query_states = self.check_query_states(query_states, hidden_states)
+        out = self._attend(
+            hidden_states, prepared, return_scores, query_states=query_states
+        )
+        self.finish(prepared)
+        return out
 
     # -- the checks at the edge -------------------------------------------------------
 
-    def check_inputs(
-        self, hidden_states: object, attention_mask: object
-    ) -> torch.Tensor | None:
-        """Check the input and the mask; return the bool key mask (or None).
+    def prepare(
+        self,
+        hidden_states: object,
+        attention_mask: object = None,
+        *,
+        positions: object = None,
+        document_ids: object = None,
+        cache: object = None,
+    ) -> Prepared:
+        """Check the input once and read the mask, positions, documents and cache.
 
         ``hidden_states`` must be a floating-point ``(b, n, hidden)`` tensor with
         the dtype and device of the module's weights.
 
         Shapes:
-            hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
-            output: ``(b, n)`` bool or None
+            hidden_states: ``(b, n, hidden)``; output: ``Prepared``
+        """
+        self.check_hidden_states(hidden_states)
+        b, n = hidden_states.shape[:2]
+        device = hidden_states.device
+        if cache is not None and not isinstance(cache, KVCache):
+            raise TypeError(
+                f"cache must be a relpos.KVCache or None, got {type(cache).__name__}"
+            )
+        if cache is not None and not self.causal:
+            raise ValueError(
+                "cache is for causal attention (a decoder): build the module with "
+                "causal=True"
+            )
+        past = 0 if cache is None else cache.length
+        new_positions = self.check_positions(positions, hidden_states, past)  # (B, n)
+        documents = masks.read_documents(document_ids, b, n, device)  # (b, n)
+        keys, pairs = self._read_mask(attention_mask, b, n, past, device)
+        key_positions = new_positions
+        key_documents = documents
+        if past:
+            key_positions = _join_positions(cache.positions, new_positions)
+            key_documents = _join_documents(cache.documents, documents, b, past, n)
+            keys = _join_keys(cache.keys, keys, b, past, n, device)
+        mask = masks.Mask(
+            keys=keys,
+            pairs=pairs,
+            query_documents=documents if key_documents is not None else None,
+            key_documents=key_documents,
+            causal=self.causal,
+        )
+        return Prepared(None if mask.empty else mask, new_positions, key_positions, cache)
+
+    def finish(self, prepared: Prepared) -> None:
+        """After a call with a cache: record the new tokens as cached keys."""
+        if prepared.cache is not None:
+            mask = prepared.mask or masks.Mask()
+            prepared.cache.advance(
+                prepared.key_positions, mask.keys, mask.key_documents
+            )
+
+    def _read_mask(self, attention_mask, b, n, past, device):
+        total = past + n
+        if (
+            past
+            and isinstance(attention_mask, torch.Tensor)
+            and tuple(attention_mask.shape) == (b, n)
+        ):
+            return masks.read_mask(attention_mask, b, n, n, device)[0], None
+        return masks.read_mask(attention_mask, b, n, total, device)
+
+    def check_hidden_states(self, hidden_states: object) -> torch.Tensor:
+        """A floating ``(b, n, hidden)`` tensor with the weights' dtype and device.
+
+        Shapes:
+            hidden_states: ``(b, n, hidden)``
         """
         check_float_tensor("hidden_states", hidden_states, "(b, n, hidden)")
         shape = tuple(hidden_states.shape)
@@ -435,6 +484,18 @@ class SelfAttention(nn.Module):
         weights = "the module's weights"
         check_same_dtype("hidden_states", hidden_states, weights, weight.dtype)
         check_same_device("hidden_states", hidden_states, weights, weight.device)
+        return hidden_states
+
+    def check_inputs(
+        self, hidden_states: object, attention_mask: object
+    ) -> torch.Tensor | None:
+        """Check the input and a ``(b, n)`` key mask; return the mask as bool (or None).
+
+        Shapes:
+            hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
+            output: ``(b, n)`` bool or None
+        """
+        self.check_hidden_states(hidden_states)
         return normalise_mask(attention_mask, hidden_states)
 
     @staticmethod
@@ -463,25 +524,68 @@ class SelfAttention(nn.Module):
 
     @staticmethod
     def check_positions(
-        positions: object, hidden_states: torch.Tensor
-    ) -> torch.Tensor | None:
-        """``None`` (``0 .. n - 1``), or ``(n,)`` integers, moved to the input's device.
+        positions: object, hidden_states: torch.Tensor, past: int = 0
+    ) -> torch.Tensor:
+        """The positions as ``(B, n)`` long on the input's device (default ``past + 0..``).
 
         Shapes:
-            positions: ``(n,)``; hidden_states: ``(b, n, hidden)``; output: ``(n,)``
+            positions: ``(n,)`` or ``(b, n)``; hidden_states: ``(b, n, hidden)``
+            output: ``(1, n)`` or ``(b, n)``
         """
+        b, n = hidden_states.shape[:2]
+        device = hidden_states.device
         if positions is None:
-            return None
-        n = hidden_states.shape[1]
+            return torch.arange(past, past + n, device=device)[None]  # (1, n)
         positions = check_int_tensor("positions", positions)
-        if tuple(positions.shape) != (n,):
+        if tuple(positions.shape) not in ((n,), (b, n)):
             got = tuple(positions.shape)
-            raise ValueError(f"positions must have shape (n,) = ({n},), got {got}")
-        return positions.to(device=hidden_states.device, dtype=torch.long)
+            raise ValueError(
+                f"positions must have shape (n,) = ({n},) or (b, n) = {(b, n)}, "
+                f"got {got}"
+            )
+        return _batched_positions(positions.to(device=device, dtype=torch.long))
 
     def extra_repr(self) -> str:
         causal = ", causal=True" if self.causal else ""
-        return f"hidden_size={self.hidden_size}, num_heads={self.num_heads}{causal}"
+        return (
+            f"hidden_size={self.hidden_size}, num_heads={self.num_heads}, "
+            f"backend={self.backend!r}{causal}"
+        )
 
 
-__all__ = ["SelfAttention", "normalise_mask", "relative_distances"]
+def _join_positions(past: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
+    if past.shape[0] != new.shape[0]:
+        batch = max(past.shape[0], new.shape[0])
+        past = past.expand(batch, -1)
+        new = new.expand(batch, -1)
+    return torch.cat([past, new], dim=-1)  # (B, t + n)
+
+
+def _join_documents(past, new, b, t, n):
+    if past is None and new is None:
+        return None
+    if past is None or new is None:
+        raise ValueError(
+            "document_ids must be given in every call with a cache, or in none"
+        )
+    return torch.cat([past, new], dim=-1)  # (b, t + n)
+
+
+def _join_keys(past, new, b, t, n, device):
+    if new is not None and new.shape[-1] == t + n:
+        return new  # a mask over every key, cached ones included
+    if past is None and new is None:
+        return None
+    if past is None:
+        past = torch.ones(b, t, dtype=torch.bool, device=device)
+    if new is None:
+        new = torch.ones(b, n, dtype=torch.bool, device=device)
+    return torch.cat([past, new], dim=-1)  # (b, t + n)
+
+
+__all__ = [
+    "Prepared",
+    "SelfAttention",
+    "normalise_mask",
+    "relative_distances",
+]

@@ -34,7 +34,8 @@ from . import interop
 from .checks import check_bool, check_int, check_rate
 from .attention import DisentangledSelfAttention
 from .config import AttentionConfig, resolve_config
-from .core import SelfAttention, normalise_mask
+from .cache import KVCache
+from .core import Prepared, SelfAttention
 from .embedding import RelativePositionEmbedding
 
 
@@ -145,24 +146,38 @@ class EncoderLayer(nn.Module):
         attention_mask: torch.Tensor | None = None,
         *,
         query_states: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
+        document_ids: torch.Tensor | None = None,
+        cache: KVCache | None = None,
         **attention_kwargs: Any,
     ) -> torch.Tensor:
         """Attention, then feed-forward, each with a residual sum and a LayerNorm.
 
         ``query_states`` (default ``hidden_states``): the queries' input and the
-        first residual; keys and values come from ``hidden_states``.
+        first residual; keys and values come from ``hidden_states``. The mask,
+        ``positions``, ``document_ids`` and ``cache`` are read as by
+        ``relpos.SelfAttention``.
 
         Shapes:
-            hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
+            hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)`` or a pair
+            mask; positions: ``(n,)`` or ``(b, n)``; document_ids: ``(b, n)``
             query_states: ``(b, n, hidden)``; output: ``(b, n, hidden)``
         """
         _check_hidden_states(hidden_states, self.hidden_size)
         query_states = SelfAttention.check_query_states(query_states, hidden_states)
         if isinstance(self.attention, SelfAttention):
-            key_mask = self.attention.check_inputs(hidden_states, attention_mask)
-            return self._forward(
-                hidden_states, key_mask, query_states=query_states, **attention_kwargs
+            prepared = self.attention.prepare(
+                hidden_states, attention_mask, positions=positions,
+                document_ids=document_ids, cache=cache,
             )
+            self._check_attention_kwargs(attention_kwargs, hidden_states)
+            out = self._forward(
+                hidden_states, prepared, query_states=query_states, **attention_kwargs
+            )
+            self.attention.finish(prepared)
+            return out
+        extra = dict(positions=positions, document_ids=document_ids, cache=cache)
+        attention_kwargs.update({k: v for k, v in extra.items() if v is not None})
         if query_states is not None:
             attention_kwargs["query_states"] = query_states
         context = self.attention(
@@ -181,24 +196,41 @@ class EncoderLayer(nn.Module):
         residual = hidden_states if query_states is None else query_states
         return self._block(residual, context)
 
+    def _check_attention_kwargs(
+        self, attention_kwargs: dict[str, Any], hidden_states: torch.Tensor
+    ) -> None:
+        """Only the keywords the attention reads: for DeBERTa, ``rel_embeddings``."""
+        allowed = {"rel_embeddings"} if hasattr(self.attention, "table_or") else set()
+        unknown = sorted(set(attention_kwargs) - allowed)
+        if unknown:
+            accepted = ", ".join(sorted(allowed)) or "none"
+            raise TypeError(
+                f"{type(self).__name__}.forward got unexpected keyword arguments "
+                f"{unknown}; the attention's own keywords: {accepted}"
+            )
+        if "rel_embeddings" in attention_kwargs:
+            self.attention.check_table(attention_kwargs["rel_embeddings"], hidden_states)
+
     def _forward(
         self,
         hidden_states: torch.Tensor,
-        key_mask: torch.Tensor | None,
+        prepared: Prepared,
         *,
         query_states: torch.Tensor | None = None,
         **attention_kwargs: Any,
     ) -> torch.Tensor:
         """``forward`` after the checks, for a ``relpos`` attention (``SelfAttention``).
 
-        ``key_mask`` is the bool ``(b, n)`` key mask, or None; nothing is checked.
+        ``prepared`` is what ``attention.prepare`` read; nothing is checked.
 
         Shapes:
-            hidden_states, query_states: ``(b, n, hidden)``; key_mask: ``(b, n)``
-            output: ``(b, n, hidden)``
+            hidden_states, query_states: ``(b, n, hidden)``; output: ``(b, n, hidden)``
         """
+        if hasattr(self.attention, "table_or"):
+            table = attention_kwargs.pop("rel_embeddings", None)
+            attention_kwargs["rel_embeddings"] = self.attention.table_or(table)
         context = self.attention._attend(
-            hidden_states, key_mask, query_states=query_states, **attention_kwargs
+            hidden_states, prepared, query_states=query_states, **attention_kwargs
         )  # (b, n, hidden)
         residual = hidden_states if query_states is None else query_states
         return self._block(residual, context)
@@ -262,13 +294,17 @@ class DisentangledEncoderLayer(EncoderLayer):
             (``max_relative_positions``, ``position_buckets``, ``pos_att_type``,
             ``share_att_key``, ``backend``, ``causal``), with its defaults.
 
+        own_table: the attention owns a table (the default); an encoder builds its
+            layers without one and hands each the shared table.
+
     This layer does not drop out the table it is given: ``DisentangledEncoder``
     does that, once per layer, before calling the layer.
 
     Shapes:
         hidden_states: ``(b, n, hidden)``
-        rel_embeddings: ``(2 * span, hidden)``, the table shared by all layers
-        attention_mask: ``(b, n)``, 1 for a token and 0 for padding
+        rel_embeddings: ``(2 * span, hidden)``, a table to read instead of the
+            attention's own (an encoder's shared one)
+        attention_mask: ``(b, n)``, any convention of ``relpos.masks``
         query_states: ``(b, n, hidden)``, the queries' input (default hidden_states)
         output: ``(b, n, hidden)``
     """
@@ -285,6 +321,7 @@ class DisentangledEncoderLayer(EncoderLayer):
         attention_dropout: float | None = None,
         layer_norm_eps: float = 1e-7,
         config: AttentionConfig | None = None,
+        own_table: bool = True,
         **attention_settings: Any,
     ) -> None:
         settings = dict(
@@ -292,7 +329,7 @@ class DisentangledEncoderLayer(EncoderLayer):
         )
         config = _attention_config(config, settings, dropout, attention_dropout)
         super().__init__(
-            DisentangledSelfAttention(config=config),
+            DisentangledSelfAttention(config=config, own_table=own_table),
             config.hidden_size,
             intermediate_size,
             dropout=dropout,
@@ -302,30 +339,35 @@ class DisentangledEncoderLayer(EncoderLayer):
     def forward(  # type: ignore[override]
         self,
         hidden_states: torch.Tensor,
-        rel_embeddings: torch.Tensor,
+        *args: Any,
+        rel_embeddings: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
-        *,
         query_states: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
+        document_ids: torch.Tensor | None = None,
+        cache: KVCache | None = None,
     ) -> torch.Tensor:
-        """One DeBERTa layer over ``hidden_states`` with the table ``rel_embeddings``.
+        """One DeBERTa layer: ``layer(hidden_states, attention_mask=None, *, ...)``.
 
-        With ``query_states`` this is ``transformers``' ``DebertaV2Layer`` with
+        The table is the attention's own unless ``rel_embeddings`` is given. With
+        ``query_states`` this is ``transformers``' ``DebertaV2Layer`` with
         ``query_states``: queries and the first residual from ``query_states``,
         keys and values from ``hidden_states`` (the enhanced mask decoder's step).
+        relpos 0.2's ``layer(hidden_states, rel_embeddings, attention_mask)``
+        still works and warns (``DeprecationWarning``).
 
         Shapes:
             hidden_states: ``(b, n, hidden)``; rel_embeddings: ``(2 * span, hidden)``
             attention_mask: ``(b, n)``; query_states: ``(b, n, hidden)``
             output: ``(b, n, hidden)``
         """
-        key_mask = self.attention.check_inputs(hidden_states, attention_mask)
-        query_states = self.attention.check_query_states(query_states, hidden_states)
-        self.attention.check_table(rel_embeddings, hidden_states)
-        return self._forward(
-            hidden_states,
-            key_mask,
-            query_states=query_states,
-            rel_embeddings=rel_embeddings,
+        rel_embeddings, attention_mask = self.attention._old_call(
+            args, hidden_states, rel_embeddings, attention_mask
+        )
+        extra = {} if rel_embeddings is None else {"rel_embeddings": rel_embeddings}
+        return super().forward(
+            hidden_states, attention_mask, query_states=query_states,
+            positions=positions, document_ids=document_ids, cache=cache, **extra,
         )
 
 
@@ -408,9 +450,12 @@ class DisentangledEncoder(nn.Module):
                 dropout=dropout,
                 layer_norm_eps=layer_norm_eps,
                 config=config,
+                own_table=False,
             )
             for _ in range(self.num_layers)
         )
+        for index, layer in enumerate(self.layers):
+            layer.attention.cache_index = index
         self.hidden_size = config.hidden_size
         self.span = config.span
         self.table = RelativePositionEmbedding(self.span, self.hidden_size)
@@ -436,39 +481,65 @@ class DisentangledEncoder(nn.Module):
         return weight if self.table_norm is None else self.table_norm(weight)
 
     def forward(
-        self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        positions: torch.Tensor | None = None,
+        document_ids: torch.Tensor | None = None,
+        cache: KVCache | None = None,
     ) -> torch.Tensor:
         """Run every layer in turn; each gets its own dropout of the shared table.
 
+        The mask, ``positions``, ``document_ids`` and ``cache`` are read once, as
+        by ``relpos.SelfAttention`` (a cache needs ``causal=True``).
+
         Shapes:
-            hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
+            hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)`` or a pair
+            mask; positions: ``(n,)`` or ``(b, n)``; document_ids: ``(b, n)``
             output: ``(b, n, hidden)``
         """
-        return self.run_layers(hidden_states, attention_mask, self.layers)
+        return self.run_layers(
+            hidden_states, attention_mask, self.layers,
+            positions=positions, document_ids=document_ids, cache=cache,
+        )
 
     def run_layers(
         self,
         hidden_states: torch.Tensor,
         attention_mask: torch.Tensor | None,
         layers: Any,
+        *,
+        positions: torch.Tensor | None = None,
+        document_ids: torch.Tensor | None = None,
+        cache: KVCache | None = None,
+        query_states: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Check the input once, then run ``layers`` (some of ``self.layers``) in turn.
 
-        The one check of the whole stack: the layers get a normalised bool key
-        mask and check nothing again; each gets its own dropout of the table.
+        The one check of the whole stack: the layers get the prepared mask and
+        positions and check nothing again; each gets its own dropout of the table.
+        ``query_states`` goes to the first of ``layers`` only (the enhanced mask
+        decoder's step).
 
         Shapes:
             hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
             output: ``(b, n, hidden)``
         """
         first = self.layers[0].attention
-        key_mask = first.check_inputs(hidden_states, attention_mask)  # (b, n) or None
+        prepared = first.prepare(
+            hidden_states, attention_mask, positions=positions,
+            document_ids=document_ids, cache=cache,
+        )
         table = self.rel_embeddings()  # (r, hidden)
         first.check_table(table, hidden_states)
         for layer in layers:
             hidden_states = layer._forward(
-                hidden_states, key_mask, rel_embeddings=self.table_dropout(table)
+                hidden_states, prepared, query_states=query_states,
+                rel_embeddings=self.table_dropout(table),
             )  # (b, n, hidden)
+            query_states = None
+        first.finish(prepared)
         return hidden_states
 
     @classmethod

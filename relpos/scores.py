@@ -31,24 +31,29 @@ from .checks import (
 
 
 class AttentionScores(NamedTuple):
-    """The terms of DeBERTa's attention logits, each already divided by ``sqrt(d * s)``.
+    """The terms of the attention logits, scaled, and the probabilities.
 
-    A term that the module does not use is ``None``. ``c2c + c2p + p2c`` are the
-    logits before masking (``logits``); ``probs`` is the softmax after masking.
+    ``c2c``, ``c2p`` and ``p2c`` are DeBERTa's terms, each already divided by
+    ``sqrt(d * s)`` (``c2p`` is also Shaw's and Transformer-XL's query-against-row
+    term); ``bias`` is a content-free term (T5, ALiBi, ...). A term that the
+    module does not use is ``None``. Their sum is the logits before masking
+    (``logits``); ``probs`` is the softmax after masking.
 
     Shapes:
-        c2c, c2p, p2c, probs: ``(b, h, i, j)``
+        c2c, c2p, p2c, bias, probs: ``(b, h, i, j)``
     """
 
     c2c: torch.Tensor
     c2p: torch.Tensor | None
     p2c: torch.Tensor | None
     probs: torch.Tensor
+    bias: torch.Tensor | None = None
 
     @property
     def logits(self) -> torch.Tensor:
-        """``c2c + c2p + p2c``, before masking (the ``SchemeScores`` field)."""
-        return sum((t for t in (self.c2p, self.p2c) if t is not None), self.c2c)
+        """``c2c + c2p + p2c + bias``, before masking (the ``SchemeScores`` field)."""
+        terms = (self.c2p, self.p2c, self.bias)
+        return sum((t for t in terms if t is not None), self.c2c)
 
 
 class SchemeScores(NamedTuple):

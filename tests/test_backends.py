@@ -244,4 +244,4 @@ def test_the_core_has_no_import_circle():
     for node in sorted(graph):
         visit(node, [])
     assert "relpos.attention" not in graph["relpos.interop"]
-    assert "relpos.attention" not in graph["relpos.flex"]
+    assert "relpos.attention" not in graph["relpos.backends.flex"]

@@ -13,7 +13,7 @@ from torch._dynamo.exc import BackendCompilerFailed
 
 import relpos
 import relpos.backends.flex
-from relpos.flex import FlexUnavailableError
+from relpos.backends.flex import FlexUnavailableError
 
 
 def _module() -> relpos.DisentangledSelfAttention:

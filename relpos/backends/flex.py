@@ -1,26 +1,31 @@
-"""The ``flex`` backend: disentangled attention inside one FlexAttention kernel.
+"""The ``flex`` backend: every scheme's terms inside one FlexAttention kernel.
 
-The two position terms are added to each score inside the kernel by a
-``score_mod`` that reads two small tables at the pair's row ``delta(i, j)``:
+A ``score_mod`` adds a scheme's terms to each score inside the kernel. For a
+pair ``(b, h, i, j)`` it finds the distance ``rel = qpos[i] - kpos[j]`` and the
+row ``lookup[clamp(rel, -L, L) + L]``, then reads small tables at that row:
 
-    c2p_table[b, h, i, r] = Q_i . Pk[r] / sqrt(d * s)        (b, h, n, 2 * span)
-    p2c_table[b, h, j, r] = K_j . Pq[r] / sqrt(d * s)        (b, h, n, 2 * span)
+    c2p_table[b, h, i, r] = Q_i . Pk[r] / sqrt(d * s)        (b, h, i, m)
+    p2c_table[b, h, j, r] = K_j . Pq[r] / sqrt(d * s)        (b, h, j, m)
+    row_bias[h, r]                                           (h, m)
 
-and the row of a pair is read from a 1-D lookup of length ``2n - 1`` indexed by
-``i - j`` (``relpos.distance_lookup``). Nothing of size ``n x n`` is stored, not
-even the index.
+and adds ``bias(h, rel, qpos[i])`` for a scheme whose bias is a function of the
+distance (ALiBi, KERPLE, FIRE). The masks (padding, pairs, documents, causal)
+are applied in the same function. Nothing of size ``n x n`` is stored unless
+the caller passed an ``n x n`` pair mask. Relative values (Shaw) cannot be
+added inside the kernel: the weight of each row is found from the kernel's
+log-sum-exp, one more kernel call per row, still linear in ``n`` (torch's
+compiled CPU kernel returns no log-sum-exp: there, in float32/16, they take the
+gather formulation).
 
 Where torch's kernel cannot run, this module says so:
 - On the CPU, torch compiles flex only for float32/float16/bfloat16; float64 runs
   torch's uncompiled reference (exact, but it does store ``n x n`` scores).
-- On the CPU, torch's flex kernel has no backward. When a gradient is needed
-  there, the backward pass recomputes the attention with the gather formulation
-  (``O(n^2)`` memory in the backward only). That recomputation calls
-  ``torch.autograd.grad``, which ``torch.compile`` does not trace: on the CPU a
-  compiled model uses flex for inference only.
+- On the CPU, torch's flex kernel has no backward: when a gradient is needed
+  there, the attention is computed in the gather formulation (forward and
+  backward), with the same result.
 - On the CPU, torch 2.13's compiled kernel is wrong when ``n`` is 8 more than a
   multiple of 16; the sequence is padded to a multiple of 16, its extra keys
-  masked out (``_pad_for_cpu_kernel``).
+  masked out (:func:`run_kernel`).
 
 Speed on the CPU: the kernel and the table products read the queries, keys and
 values head by head, so they are laid out ``(b, h, n, d)`` in memory first
@@ -39,10 +44,10 @@ from typing import Callable
 
 import torch
 
-from .gather import project
+from ..masks import Mask
+from . import gather
+from . import terms as explicit
 from .registry import PositionTerms
-from ..positions import index_from_lookup
-from ..scores import _gather_scores
 
 _COMPILED_CPU_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _RECOMPILE_LIMIT = 64
@@ -51,31 +56,6 @@ _RECOMPILE_LIMIT = 64
 # were seen), even with no score_mod; at multiples of 16 it is right. On the CPU
 # the sequence is padded to a multiple of this with keys that are masked out.
 _CPU_LENGTH_MULTIPLE = 16
-
-
-def _pad_for_cpu_kernel(query, key, value, c2p_table, p2c_table, key_mask):
-    """Pad the sequence to a multiple of 16; padded keys masked, padded queries unread.
-
-    The score_mod clamps positions into the original tables, so every real pair
-    reads what it read before and a padded key gets the dtype's minimum.
-
-    Shapes:
-        query, key, value: ``(b, h, n, d)``; c2p_table, p2c_table: ``(b, h, n, r)``
-        key_mask: ``(b, n)`` bool or None
-        output: the same tensors with ``n`` rounded up to a multiple of 16, and
-        the key mask ``(b, m)``
-    """
-    b, _, n, _ = query.shape
-    m = -(-n // _CPU_LENGTH_MULTIPLE) * _CPU_LENGTH_MULTIPLE
-    if m == n:
-        return query, key, value, c2p_table, p2c_table, key_mask
-
-    def pad(t):
-        return None if t is None else torch.nn.functional.pad(t, (0, 0, 0, m - n))
-
-    padded_mask = torch.zeros(b, m, dtype=torch.bool, device=query.device)
-    padded_mask[:, :n] = True if key_mask is None else key_mask  # (b, m)
-    return (*(pad(t) for t in (query, key, value, c2p_table, p2c_table)), padded_mask)
 
 
 class FlexUnavailableError(RuntimeError):
@@ -161,83 +141,147 @@ def _full_block_mask(seq_len: int, device: str, block_size: int):
 def make_score_mod(
     c2p_table: torch.Tensor | None,
     p2c_table: torch.Tensor | None,
-    lookup: torch.Tensor,
+    lookup: torch.Tensor | None,
     key_mask: torch.Tensor | None,
     *,
     causal: bool = False,
+    query_positions: torch.Tensor | None = None,
+    key_positions: torch.Tensor | None = None,
+    row_bias: torch.Tensor | None = None,
+    bias: Callable[..., torch.Tensor] | None = None,
+    pairs: torch.Tensor | None = None,
+    query_documents: torch.Tensor | None = None,
+    key_documents: torch.Tensor | None = None,
+    query_len: int | None = None,
+    key_len: int | None = None,
 ) -> Callable:
-    """The ``score_mod``: adds c2p and p2c at row ``lookup[i - j + n - 1]``, masks keys.
+    """The ``score_mod``: adds the terms at row ``lookup[clamp(rel, -L, L) + L]``, masks.
 
-    Padded keys get the dtype's minimum; with ``causal=True`` the keys after the
-    query (``j > i``) get ``-inf`` after that, as in ``relpos.scores``.
+    Without positions, query ``i`` and key ``j`` sit at ``i`` and ``j`` and
+    ``lookup`` is ``relpos.distance_lookup(n)`` (``2n - 1`` rows, ``L = n - 1``).
+    Masked pairs (padded keys, ``pairs`` False, another document) get the dtype's
+    minimum; with ``causal=True`` the keys after the query get ``-inf`` after
+    that, as in ``relpos.masks``.
 
     Shapes:
-        c2p_table: ``(b, h, i, r)``; p2c_table: ``(b, h, j, r)``
-        lookup: ``(2n - 1,)``; key_mask: ``(b, j)`` bool
+        c2p_table: ``(b, h, i, m)``; p2c_table: ``(b, h, j, m)``; lookup: ``(2L + 1,)``
+        key_mask: ``(b, j)`` bool; pairs: ``(b, i, j)`` bool
+        query_positions, query_documents: ``(b or 1, i)``; key_*: ``(b or 1, j)``
+        row_bias: ``(h, m)``
     """
-    offset = (lookup.shape[0] - 1) // 2  # n - 1
-    last_key = None if key_mask is None else key_mask.shape[-1] - 1
-    # Keys added by the CPU padding (past the tables) get -inf, below a padded
-    # real key's dtype minimum: a query whose real keys are all padding still
-    # spreads its weight over its n keys alone, as the other backends do.
-    added_keys = last_key is not None and last_key > offset
+    reach = 0 if lookup is None else (lookup.shape[0] - 1) // 2
+    if query_len is None:
+        query_len = key_len = reach + 1
+    last_query, last_key = query_len - 1, key_len - 1
+    shift = key_len - query_len  # queries are the last query_len positions
+    batched_q = query_positions is not None and query_positions.shape[0] > 1
+    batched_k = key_positions is not None and key_positions.shape[0] > 1
 
     def score_mod(score, b, h, i, j):
-        # The kernel works in tiles of 128 and may evaluate this at i, j >= n (the
+        # The kernel works in tiles and may evaluate this at i, j past the ends (the
         # tile's padding, masked afterwards): clamp every index into its tensor, or
-        # those evaluations read memory past the tables (garbage, NaN). The key
-        # mask may be longer than the tables (keys padded on the CPU): it is read
-        # at the key's own position.
-        ii = torch.clamp(i, 0, offset)
-        jj = torch.clamp(j, 0, offset)
-        row = lookup[ii - jj + offset]
-        if c2p_table is not None:
-            score = score + c2p_table[b, h, ii, row]
-        if p2c_table is not None:
-            score = score + p2c_table[b, h, jj, row]
+        # those evaluations read memory past the tables.
+        ii = torch.clamp(i, 0, last_query)
+        jj = torch.clamp(j, 0, last_key)
+        if query_positions is None:
+            qpos, kpos = ii + shift, jj
+        else:
+            qpos = query_positions[b if batched_q else 0, ii]
+            kpos = key_positions[b if batched_k else 0, jj]
+        rel = qpos - kpos
+        if lookup is not None:
+            row = lookup[torch.clamp(rel, -reach, reach) + reach]
+            if c2p_table is not None:
+                score = score + c2p_table[b, h, ii, row]
+            if p2c_table is not None:
+                score = score + p2c_table[b, h, jj, row]
+            if row_bias is not None:
+                score = score + row_bias[h, row].to(score.dtype)
+        if bias is not None:
+            score = score + bias(h, rel, qpos).to(score.dtype)
+        keep = None
         if key_mask is not None:
-            keep = key_mask[b, torch.clamp(j, 0, last_key)]
+            keep = key_mask[b, jj]
+        if pairs is not None:
+            pair = pairs[b, ii, jj]
+            keep = pair if keep is None else keep & pair
+        if query_documents is not None:
+            same = query_documents[b, ii] == key_documents[b, jj]
+            keep = same if keep is None else keep & same
+        if keep is not None:
             score = torch.where(keep, score, torch.finfo(score.dtype).min)
-        if added_keys:
-            score = torch.where(j <= offset, score, -float("inf"))
+        # Keys added by the CPU padding get -inf, below a masked real key's minimum.
+        score = torch.where(j <= last_key, score, -float("inf"))
         if causal:
-            # The unclamped indices: a real query i < n keeps its real keys j <= i.
-            score = torch.where(j <= i, score, -float("inf"))
+            score = torch.where(j <= i + shift, score, -float("inf"))
         return score
 
     return score_mod
 
 
-def _run_flex(
-    query, key, value, c2p_table, p2c_table, lookup, key_mask, scale, causal=False
+def _multiple_of(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+def run_kernel(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    score_mod: Callable,
+    scale: float,
+    *,
+    return_lse: bool = False,
 ):
-    n = query.shape[-2]
+    """Call FlexAttention (compiled where torch compiles it) with ``score_mod``.
+
+    On the CPU the sequence is padded to a multiple of 16 (torch 2.13's compiled
+    CPU kernel is wrong otherwise); ``score_mod`` must give ``-inf`` to the keys
+    past the real ones (:func:`make_score_mod` does, from ``key_len``).
+
+    Shapes:
+        query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``
+        output: ``(b, h, i, d)``; with ``return_lse`` also ``(b, h, i)``
+    """
+    i = query.shape[-2]
     on_cpu = query.device.type == "cpu"
     compiled = not on_cpu or query.dtype in _COMPILED_CPU_DTYPES
     if on_cpu and compiled:
-        query, key, value, c2p_table, p2c_table, key_mask = _pad_for_cpu_kernel(
-            query, key, value, c2p_table, p2c_table, key_mask
-        )  # (b, h, m, d), (b, h, m, r), (b, m): m a multiple of 16
-    return _run_padded(
-        query, key, value, c2p_table, p2c_table, lookup, key_mask, scale, compiled,
-        causal,
-    )[..., :n, :]  # (b, h, n, d)
+        step = _CPU_LENGTH_MULTIPLE
+        query = _pad_length(query, _multiple_of(i, step))
+        key = _pad_length(key, _multiple_of(key.shape[-2], step))
+        value = _pad_length(value, key.shape[-2])
+    result = _call(query, key, value, score_mod, scale, compiled, return_lse)
+    if return_lse:
+        out, lse = result
+        return out[..., :i, :], lse[..., :i]
+    return result[..., :i, :]  # (b, h, i, d)
 
 
-def _run_padded(
-    query, key, value, c2p_table, p2c_table, lookup, key_mask, scale, compiled,
-    causal=False,
-):
-    score_mod = make_score_mod(
-        c2p_table, p2c_table, lookup, key_mask, causal=causal
-    )
+def _pad_length(t: torch.Tensor, length: int) -> torch.Tensor:
+    extra = length - t.shape[-2]
+    return t if extra == 0 else torch.nn.functional.pad(t, (0, 0, 0, extra))
+
+
+def _call(query, key, value, score_mod, scale, compiled, return_lse):
+    lse = {}
+    if return_lse:
+        from torch.nn.attention.flex_attention import AuxRequest
+
+        lse = {"return_aux": AuxRequest(lse=True)}
+    result = _call_kernel(query, key, value, score_mod, scale, compiled, lse)
+    if return_lse:
+        out, aux = result
+        return out, aux.lse
+    return result
+
+
+def _call_kernel(query, key, value, score_mod, scale, compiled, lse):
     if torch.compiler.is_compiling():
         # Inside torch.compile the caller's graph compiles the kernel itself.
         from torch.nn.attention.flex_attention import flex_attention
 
-        block_mask = _full_block_mask(query.shape[-2], str(query.device), 128)
         return flex_attention(
-            query, key, value, score_mod=score_mod, block_mask=block_mask, scale=scale
+            query, key, value, score_mod=score_mod, scale=scale, **lse
         )
     try:
         flex = _flex_attention(compiled)
@@ -251,11 +295,11 @@ def _run_padded(
                 "ignore", message=".*flex_attention called without torch.compile"
             )
             block_mask = None
-            if compiled:
+            if compiled and query.shape[-2] == key.shape[-2]:
                 block_mask = full_block_mask(query.shape[-2], str(query.device))
             return flex(
                 query, key, value,
-                score_mod=score_mod, block_mask=block_mask, scale=scale,
+                score_mod=score_mod, block_mask=block_mask, scale=scale, **lse,
             )
     except FlexUnavailableError:
         raise
@@ -278,60 +322,126 @@ def heads_contiguous(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
     return tuple(t.contiguous() for t in tensors)
 
 
-def _tables(query, key, pos_key, pos_query, scale):
-    """Score every query and key against all table rows (the only position work)."""
+def row_scores(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    pos_key: torch.Tensor | None,
+    pos_query: torch.Tensor | None,
+    scale: float,
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """Every query and key against every row (the only position work): the tables.
+
+    Shapes:
+        query: ``(b, h, i, d)``; key: ``(b, h, j, d)``; pos_*: ``(h, m, d)``
+        output: ``c2p_table (b, h, i, m)``, ``p2c_table (b, h, j, m)`` (or None)
+    """
     c2p_table = p2c_table = None
     if pos_key is not None:
-        c2p_table = torch.einsum("bhid,hrd->bhir", query, pos_key * scale)
-        # c2p_table: (b, h, i, r)
+        c2p_table = torch.einsum("bhid,hmd->bhim", query, pos_key * scale)
     if pos_query is not None:
-        p2c_table = torch.einsum("bhjd,hrd->bhjr", key, pos_query * scale)
-        # p2c_table: (b, h, j, r)
+        p2c_table = torch.einsum("bhjd,hmd->bhjm", key, pos_query * scale)
     return c2p_table, p2c_table
 
 
-class _FlexWithRecomputedBackward(torch.autograd.Function):
-    """Forward by flex; backward by recomputing the gather form under autograd."""
-
-    @staticmethod
-    def forward(
-        ctx, query, key, value, pos_key, pos_query, lookup, key_mask, scale, causal
-    ):
-        ctx.save_for_backward(query, key, value, pos_key, pos_query, lookup, key_mask)
-        ctx.scale = scale
-        ctx.causal = causal
-        # torch's CPU flex refuses inputs that require grad, even under no_grad:
-        # detach them.
-        detached = (query.detach(), key.detach(), value.detach())
-        query, key, value = heads_contiguous(*detached)  # (b, h, n, d) each
-        c2p_table, p2c_table = _tables(query, key, pos_key, pos_query, scale)
-        return _run_flex(
-            query, key, value, c2p_table, p2c_table, lookup, key_mask, scale, causal
+def _score_mod(query, key, terms, mask, scale, c2p_table, p2c_table):
+    mask = Mask() if mask is None else mask
+    fields = {}
+    if terms is not None:
+        fields = dict(
+            query_positions=terms.query_positions,
+            key_positions=terms.key_positions,
+            row_bias=terms.row_bias,
+            bias=terms.bias,
         )
+    return make_score_mod(
+        c2p_table, p2c_table, None if terms is None else terms.lookup, mask.keys,
+        causal=mask.causal, pairs=mask.pairs,
+        query_documents=mask.query_documents, key_documents=mask.key_documents,
+        query_len=query.shape[-2], key_len=key.shape[-2], **fields,
+    )
 
-    @staticmethod
-    def backward(ctx, grad_out):
-        query, key, value, pos_key, pos_query, lookup, key_mask = ctx.saved_tensors
-        index = index_from_lookup(lookup)  # (i, j)
-        inputs = [
-            t.detach().requires_grad_(need) if t is not None else None
-            for t, need in zip(
-                (query, key, value, pos_key, pos_query), ctx.needs_input_grad
-            )
-        ]
-        with torch.enable_grad():
-            query_in, key_in, value_in, pos_key_in, pos_query_in = inputs
-            scores = _gather_scores(
-                query_in, key_in, pos_key_in, pos_query_in, index, key_mask,
-                ctx.scale, ctx.causal,
-            )
-            out = scores.probs @ value_in  # (b, h, i, d)
-            wanted = [t for t in inputs if t is not None and t.requires_grad]
-            grads = iter(torch.autograd.grad(out, wanted, grad_out) if wanted else ())
-        result = [
-            next(grads) if t is not None and t.requires_grad else None for t in inputs
-        ]
-        return (*result, None, None, None, None)
+
+def _value_term(query, key, value, score_mod, scale, lse, terms):
+    """``sum_j p_ij value_rows[row]``: each row's weight from one more kernel call.
+
+    The weight of row ``r`` for query ``i`` is ``exp(lse_r - lse)``, ``lse_r`` the
+    log-sum-exp over the keys whose row is ``r`` alone.
+    """
+    value_rows = terms.value_rows  # (h, m, d)
+    which = torch.zeros((), dtype=torch.long, device=query.device)
+    reach = terms.reach
+
+    def only_row(score, b, h, i, j):
+        score = score_mod(score, b, h, i, j)
+        ii = torch.clamp(i, 0, query.shape[-2] - 1)
+        jj = torch.clamp(j, 0, key.shape[-2] - 1)
+        batched_q = terms.query_positions.shape[0] > 1
+        batched_k = terms.key_positions.shape[0] > 1
+        rel = (
+            terms.query_positions[b if batched_q else 0, ii]
+            - terms.key_positions[b if batched_k else 0, jj]
+        )
+        row = terms.lookup[torch.clamp(rel, -reach, reach) + reach]
+        return torch.where(row == which, score, -float("inf"))
+
+    total = torch.zeros_like(query)  # (b, h, i, d)
+    for r in range(value_rows.shape[1]):
+        which.fill_(r)
+        _, lse_r = run_kernel(query, key, value, only_row, scale, return_lse=True)
+        weight = torch.exp(lse_r - lse)  # (b, h, i)
+        total = total + weight[..., None] * value_rows[:, r][None, :, None, :]
+    return total
+
+
+def attend(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    terms: PositionTerms | None,
+    mask: Mask | None,
+    scale: float,
+    dropout_p: float,
+) -> torch.Tensor:
+    """The ``flex`` entry of ``relpos.backends``: score the rows, then the kernel.
+
+    Attention dropout is refused (``ValueError``): the kernel has none. On the CPU
+    with a gradient needed, the gather formulation computes the same result
+    (torch's CPU flex has no backward).
+
+    Shapes:
+        query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``
+        output: ``(b, h, i, d)``
+    """
+    if dropout_p > 0:
+        raise ValueError(
+            "backend='flex' has no attention dropout; set dropout=0.0 or call .eval(), "
+            "or use backend='gather'"
+        )
+    pos_key, pos_query = explicit.projected_rows(terms)  # (h, m, d) each
+    tensors = [query, key, value, pos_key, pos_query]
+    if terms is not None:
+        tensors += [terms.row_bias, terms.value_rows]
+    needs_grad = torch.is_grad_enabled() and (
+        any(t is not None and t.requires_grad for t in tensors)
+        or (terms is not None and terms.bias is not None)
+    )
+    empty = query.numel() == 0 or key.numel() == 0
+    on_cpu = query.device.type == "cpu"
+    # torch's compiled CPU kernel returns no log-sum-exp, which the row weights of
+    # relative values need: there they take the gather formulation too.
+    no_lse = (
+        on_cpu and query.dtype in _COMPILED_CPU_DTYPES
+        and terms is not None and terms.value_rows is not None
+    )
+    if empty or (needs_grad and on_cpu) or no_lse:
+        return gather.attend(query, key, value, terms, mask, scale, 0.0)
+    query, key, value = heads_contiguous(query, key, value)  # (b, h, n, d) each
+    c2p_table, p2c_table = row_scores(query, key, pos_key, pos_query, scale)
+    score_mod = _score_mod(query, key, terms, mask, scale, c2p_table, p2c_table)
+    if terms is None or terms.value_rows is None:
+        return run_kernel(query, key, value, score_mod, scale)
+    out, lse = run_kernel(query, key, value, score_mod, scale, return_lse=True)
+    return out + _value_term(query, key, value, score_mod, scale, lse, terms)
 
 
 def flex_disentangled_attention(
@@ -346,75 +456,23 @@ def flex_disentangled_attention(
     *,
     causal: bool = False,
 ) -> torch.Tensor:
-    """Disentangled attention with FlexAttention; memory linear in ``n``.
+    """Disentangled attention with FlexAttention from per-head rows; memory linear in n.
 
-    ``lookup`` is ``relpos.distance_lookup(n, ...)``: the table row of distance
-    ``i - j`` at ``i - j + n - 1``. ``causal=True``: query ``i`` reads keys
-    ``j <= i`` only.
+    ``lookup`` is ``relpos.distance_lookup(n, ...)``: the row of distance ``i - j``
+    at ``i - j + n - 1``.
 
     Shapes:
-        query, key, value: ``(b, h, n, d)``; pos_key, pos_query: ``(h, r, d)``
-        lookup: ``(2n - 1,)``; key_mask: ``(b, j)`` bool
+        query, key, value: ``(b, h, n, d)``; pos_key, pos_query: ``(h, m, d)``
+        lookup: ``(2n - 1,)``; key_mask: ``(b, n)`` bool
         output: ``(b, h, n, d)``
     """
-    if query.numel() == 0 or key.numel() == 0:
-        # Nothing to attend (b = 0 or n = 0): the gather formulation gives the empty
-        # output with every input in the graph, so gradients are zeros of their shapes.
-        index = index_from_lookup(lookup)  # (i, j)
-        probs = _gather_scores(
-            query, key, pos_key, pos_query, index, key_mask, scale, causal
+    positions = torch.arange(query.shape[-2], device=query.device)[None]  # (1, n)
+    terms = PositionTerms(positions, positions, lookup, key_rows=pos_key)
+    if pos_query is not None:
+        terms = terms._replace(
+            table=pos_query, project_query=lambda rows: rows  # rows given per head
         )
-        return probs.probs @ value  # (b, h, i, d)
-    tensors = (query, key, value, pos_key, pos_query)
-    needs_grad = torch.is_grad_enabled() and any(
-        t is not None and t.requires_grad for t in tensors
-    )
-    if needs_grad and query.device.type == "cpu":
-        return _FlexWithRecomputedBackward.apply(
-            *tensors, lookup, key_mask, scale, causal
-        )
-    query, key, value = heads_contiguous(query, key, value)  # (b, h, n, d) each
-    c2p_table, p2c_table = _tables(query, key, pos_key, pos_query, scale)
-    return _run_flex(
-        query, key, value, c2p_table, p2c_table, lookup, key_mask, scale, causal
-    )
-
-
-def attend(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    terms: PositionTerms | None,
-    key_mask: torch.Tensor | None,
-    scale: float,
-    dropout_p: float,
-    *,
-    causal: bool = False,
-) -> torch.Tensor:
-    """The ``flex`` entry of ``relpos.backends``: project the table, then the kernel.
-
-    ``causal=True`` masks the keys after each query inside the ``score_mod``.
-
-    Attention dropout is refused (``ValueError``): the kernel has none.
-
-    Shapes:
-        query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``; key_mask: ``(b, j)``
-        output: ``(b, h, i, d)``
-    """
-    if dropout_p > 0:
-        raise ValueError(
-            "backend='flex' has no attention dropout; set dropout=0.0 or call .eval(), "
-            "or use backend='gather'"
-        )
-    pos_key, pos_query = project(terms)  # (h, r, d) each
-    if terms is None:
-        n = query.shape[-2]
-        lookup = torch.zeros(max(2 * n - 1, 0), dtype=torch.long, device=query.device)
-    else:
-        lookup = terms.lookup
-    return flex_disentangled_attention(
-        query, key, value, pos_key, pos_query, lookup, key_mask, scale, causal=causal
-    )
+    return attend(query, key, value, terms, Mask(keys=key_mask, causal=causal), scale, 0.0)
 
 
 __all__ = [
@@ -424,4 +482,6 @@ __all__ = [
     "full_block_mask",
     "heads_contiguous",
     "make_score_mod",
+    "row_scores",
+    "run_kernel",
 ]

@@ -1,12 +1,13 @@
-"""The ``naive`` backend: the literal per-pair table, every term materialised.
+"""The ``naive`` backend: the literal per-pair construction, every term materialised.
 
-Each pair ``(i, j)`` reads its own table row ``table[delta(i, j)]`` (an
-``(n, n, hidden)`` tensor), which is projected pair by pair: the construction
-of the paper, written out, and the reference the other backends are tested
-against. Memory and work grow with ``n^2 * hidden``.
+Each pair ``(i, j)`` reads its own row: DeBERTa's table row ``table[delta(i, j)]``
+(an ``(n, n, hidden)`` tensor) projected pair by pair, a scheme's per-head rows
+likewise, its bias evaluated at every pair. The construction of the papers,
+written out, and the reference the other backends are tested against. Memory
+and work grow with ``n^2 * hidden``.
 
 Shapes:
-    query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``; key_mask ``(b, j)``
+    query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``
     output: ``(b, h, i, d)``
 """
 
@@ -15,28 +16,31 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..positions import index_from_lookup
-from ..scores import AttentionScores, _combine
+from ..masks import Mask
+from ..scores import AttentionScores
+from . import terms as explicit
 from .registry import PositionTerms
 
 
-def _pairs(project, table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """Every pair's row, projected: ``(i, j, h, d)``."""
-    i, j = index.shape
-    rows = project(table[index].flatten(0, 1))  # (h, i*j, d): one row per pair
-    return rows.transpose(0, 1).unflatten(0, (i, j))  # (i, j, h, d)
+def _pairs_projected(project, table: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """Every pair's table row, projected on its own: ``(B, i, j, h, d)``."""
+    projected = project(table[rows].flatten(0, -2))  # (h, B*i*j, d): a row per pair
+    return projected.transpose(0, 1).unflatten(0, rows.shape)  # (B, i, j, h, d)
+
+
+def _pairs_of_rows(per_head: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """Every pair's per-head row: ``(B, i, j, h, d)``."""
+    return per_head[:, rows].movedim(0, -2)  # (B, i, j, h, d)
 
 
 def scores(
     query: torch.Tensor,
     key: torch.Tensor,
     terms: PositionTerms | None,
-    key_mask: torch.Tensor | None,
+    mask: Mask | None,
     scale: float,
-    *,
-    causal: bool = False,
 ) -> AttentionScores:
-    """c2c, c2p and p2c, each pair from its own projected row (``j <= i`` if causal).
+    """Every term, each pair from its own row; the masked softmax.
 
     Shapes:
         query: ``(b, h, i, d)``; key: ``(b, h, j, d)``
@@ -44,15 +48,18 @@ def scores(
     """
     c2c = torch.einsum("bhid,bhjd->bhij", query, key) * scale
     c2p = p2c = None
-    if terms is not None and (terms.project_key or terms.project_query):
-        index = index_from_lookup(terms.lookup)  # (i, j)
-        if terms.project_key is not None:
-            pairs = _pairs(terms.project_key, terms.table, index)  # (i, j, h, d)
-            c2p = torch.einsum("bhid,ijhd->bhij", query, pairs) * scale
-        if terms.project_query is not None:
-            pairs = _pairs(terms.project_query, terms.table, index)  # (i, j, h, d)
-            p2c = torch.einsum("bhjd,ijhd->bhij", key, pairs) * scale
-    return _combine(c2c, c2p, p2c, key_mask, causal)
+    rows = None if terms is None else explicit.pair_rows(terms)  # (B, i, j)
+    if terms is not None and terms.project_key is not None:
+        pairs = _pairs_projected(terms.project_key, terms.table, rows)
+        c2p = torch.einsum("bhid,bijhd->bhij", query, pairs) * scale
+    elif terms is not None and terms.key_rows is not None:
+        pairs = _pairs_of_rows(terms.key_rows, rows)  # (B, i, j, h, d)
+        c2p = torch.einsum("bhid,bijhd->bhij", query, pairs) * scale
+    if terms is not None and terms.project_query is not None:
+        pairs = _pairs_projected(terms.project_query, terms.table, rows)
+        p2c = torch.einsum("bhjd,bijhd->bhij", key, pairs) * scale
+    bias = explicit.pair_bias(terms, query.shape[1], rows)  # (B, h, i, j)
+    return explicit.combine(c2c, c2p, p2c, bias, mask)
 
 
 def attend(
@@ -60,11 +67,9 @@ def attend(
     key: torch.Tensor,
     value: torch.Tensor,
     terms: PositionTerms | None,
-    key_mask: torch.Tensor | None,
+    mask: Mask | None,
     scale: float,
     dropout_p: float,
-    *,
-    causal: bool = False,
 ) -> torch.Tensor:
     """The probabilities from :func:`scores`, dropped out, times the values.
 
@@ -72,10 +77,15 @@ def attend(
         query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``
         output: ``(b, h, i, d)``
     """
-    probs = scores(query, key, terms, key_mask, scale, causal=causal).probs
-    # probs: (b, h, i, j)
+    probs = scores(query, key, terms, mask, scale).probs  # (b, h, i, j)
     probs = F.dropout(probs, dropout_p, training=dropout_p > 0)
-    return probs @ value  # (b, h, i, d)
+    context = probs @ value  # (b, h, i, d)
+    if terms is not None and terms.value_rows is not None:
+        rows = explicit.pair_rows(terms)  # (B, i, j)
+        pairs = _pairs_of_rows(terms.value_rows, rows)  # (B, i, j, h, d)
+        context = context + torch.einsum("bhij,bijhd->bhid", probs, pairs.expand(
+            probs.shape[0], *pairs.shape[1:]))
+    return context
 
 
 __all__ = ["attend", "scores"]

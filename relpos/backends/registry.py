@@ -2,7 +2,7 @@
 ``relpos.backends``).
 
 Shapes:
-    terms.table: ``(r, hidden)``; terms.lookup: ``(2n - 1,)``
+    terms.lookup: ``(2L + 1,)``; terms.table: ``(m, hidden)``
 """
 
 from __future__ import annotations
@@ -12,36 +12,75 @@ from typing import Callable, NamedTuple, Protocol
 
 import torch
 
+from ..masks import Mask
+
 
 class PositionTerms(NamedTuple):
-    """DeBERTa's relative terms: the table, how each term projects it, the rows.
+    """What a scheme adds to attention, in a form every kernel reads the same way.
 
-    ``project_key(rows)`` turns table rows ``(m, hidden)`` into the c2p position
-    keys ``(h, m, d)``; ``project_query`` likewise for p2c; ``None`` for a term
-    not used. A kernel projects the ``2k`` rows once (gather, flex) or every
-    pair's row (naive).
+    A pair ``(query i, key j)`` has the distance ``rel = query_positions[i] -
+    key_positions[j]`` and reads row ``lookup[clamp(rel, -L, L) + L]`` of the
+    scheme's rows (``2L + 1`` is the lookup's length: every distance beyond
+    ``L`` reads the row of ``L``). Each field is optional:
+
+    - ``table`` with ``project_key``/``project_query``: DeBERTa's shared table and
+      how c2p and p2c project it (``(m, hidden)`` rows to ``(h, m, d)``); a kernel
+      projects the rows once (gather, flex) or every pair's row (naive).
+    - ``key_rows``: c2p rows given per head already (Shaw's ``a^K``,
+      Transformer-XL's projected sinusoid): ``q_i . key_rows[h, row]``.
+    - ``row_bias``: one number per head and row, added as it is (T5's buckets).
+    - ``bias``: a function ``bias(head, rel, query_position)`` of broadcastable
+      integer tensors, added as it is (ALiBi, KERPLE, FIRE). It uses elementwise
+      operations only, so FlexAttention's ``score_mod`` calls it on single
+      entries and the other kernels on whole ``(b, h, i, j)`` grids.
+    - ``value_rows``: added to the context of query ``i`` as
+      ``sum_j p_ij value_rows[h, row]`` (Shaw's relative values).
+
+    c2p and p2c are multiplied by the kernel's ``scale`` like the content term;
+    ``row_bias`` and ``bias`` are logits already.
 
     Shapes:
-        table: ``(r, hidden)``; lookup: ``(2n - 1,)``, the row of ``i - j``
-        project_key(rows), project_query(rows): ``(m, hidden)`` -> ``(h, m, d)``
+        query_positions: ``(b or 1, i)``; key_positions: ``(b or 1, j)``
+        lookup: ``(2L + 1,)``; table: ``(m, hidden)``
+        key_rows, value_rows: ``(h, m, d)``; row_bias: ``(h, m)``
     """
 
-    table: torch.Tensor
-    lookup: torch.Tensor
-    project_key: Callable[[torch.Tensor], torch.Tensor] | None
-    project_query: Callable[[torch.Tensor], torch.Tensor] | None
+    query_positions: torch.Tensor
+    key_positions: torch.Tensor
+    lookup: torch.Tensor | None = None
+    table: torch.Tensor | None = None
+    project_key: Callable[[torch.Tensor], torch.Tensor] | None = None
+    project_query: Callable[[torch.Tensor], torch.Tensor] | None = None
+    key_rows: torch.Tensor | None = None
+    row_bias: torch.Tensor | None = None
+    bias: Callable[..., torch.Tensor] | None = None
+    value_rows: torch.Tensor | None = None
+
+    @property
+    def reach(self) -> int:
+        """``L``: the largest distance with a row of its own in ``lookup``."""
+        return 0 if self.lookup is None else (self.lookup.shape[0] - 1) // 2
+
+    @property
+    def has_logit_terms(self) -> bool:
+        """Whether anything is added to the logits (not only rotations)."""
+        return any(
+            field is not None
+            for field in (
+                self.project_key, self.project_query, self.key_rows,
+                self.row_bias, self.bias,
+            )
+        )
 
 
 class Attend(Protocol):
     """The signature of a kernel (see ``relpos.backends``).
 
-    ``causal=True``: query ``i`` attends to keys ``j <= i`` only (in the order of
-    the sequence), on top of ``key_mask``. A module passes ``causal`` only when it
-    is True, so a kernel written without the keyword keeps working for
-    bidirectional attention (and fails loudly, a ``TypeError``, for causal).
+    ``mask`` (a ``relpos.masks.Mask``, or None) holds the key padding, any pair
+    mask, document ids and the causal rule.
 
     Shapes:
-        query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``; key_mask: ``(b, j)``
+        query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``
         output: ``(b, h, i, d)``
     """
 
@@ -51,11 +90,9 @@ class Attend(Protocol):
         key: torch.Tensor,
         value: torch.Tensor,
         terms: PositionTerms | None,
-        key_mask: torch.Tensor | None,
+        mask: Mask | None,
         scale: float,
         dropout_p: float,
-        *,
-        causal: bool = False,
     ) -> torch.Tensor: ...
 
 
@@ -101,8 +138,7 @@ def register_backend(
 ) -> None:
     """Make ``attend`` available as ``backend=name`` (signature: the module docstring).
 
-    ``scores(query, key, terms, key_mask, scale, *, causal=False) ->
-    AttentionScores`` is optional (``causal`` is passed only when True).
+    ``scores(query, key, terms, mask, scale) -> AttentionScores`` is optional.
     A taken ``name`` is a ``ValueError`` unless ``replace=True``.
     """
     if not isinstance(name, str) or not name.isidentifier():

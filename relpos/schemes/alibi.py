@@ -119,6 +119,20 @@ class AlibiBias(nn.Module):
         """
         return alibi_bias(rel, self.slopes, causal=self.causal)
 
+    def bias_at(
+        self, head: torch.Tensor, rel: torch.Tensor, query_position: torch.Tensor
+    ) -> torch.Tensor:
+        """The bias of head ``head`` at distance ``rel`` (elementwise; any kernel).
+
+        Shapes:
+            head, rel, query_position: broadcastable; output: their broadcast shape
+        """
+        slope = self.slopes[head]
+        distance = rel.to(slope.dtype)
+        if not self.causal:
+            return -slope * distance.abs()
+        return torch.where(rel < 0, float("-inf"), -slope * distance)
+
     def extra_repr(self) -> str:
         return f"num_heads={self.num_heads}, causal={self.causal}"
 
@@ -133,6 +147,7 @@ class AlibiSelfAttention(BiasSelfAttention):
     Args:
         hidden_size, num_heads, dropout: as for ``SchemeSelfAttention``.
         causal: the causal attention with the causal bias.
+        backend: the kernel (``relpos.BACKENDS``); every kernel reads the slopes.
 
     Shapes:
         hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
@@ -146,11 +161,14 @@ class AlibiSelfAttention(BiasSelfAttention):
         dropout: float = 0.0,
         *,
         causal: bool = False,
+        backend: str = "gather",
     ) -> None:
         if not isinstance(causal, bool):
             raise TypeError(f"causal must be a bool, got {causal!r}")
         bias = AlibiBias(check_int("num_heads", num_heads, minimum=1), causal=causal)
-        super().__init__(hidden_size, num_heads, bias, dropout, causal=causal)
+        super().__init__(
+            hidden_size, num_heads, bias, dropout, causal=causal, backend=backend
+        )
 
 
 __all__ = ["AlibiBias", "AlibiSelfAttention", "alibi_bias", "alibi_slopes"]

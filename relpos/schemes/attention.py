@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from ..core import SelfAttention, _relative_distances, relative_distances  # noqa: F401
+from ..backends import PositionTerms
 from ..scores import SchemeScores, masked_softmax
 
 #: The base of every scheme's self-attention (``relpos.core.SelfAttention``).
@@ -25,21 +26,24 @@ SchemeSelfAttention = SelfAttention
 
 
 class BiasSelfAttention(SchemeSelfAttention):
-    """Self-attention plus a content-free bias ``(h, i, j)`` made by ``position_bias``.
+    """Self-attention plus a content-free bias made by ``position_bias``.
 
-    ``position_bias`` is any module called with the distances ``i - j`` that
-    returns one bias per head (``T5Bias``, ``AlibiBias``). As in x-transformers,
-    the attention never knows which scheme made the bias; there the bias module
-    is called with the query and key lengths, here with the distances so that
-    positions may be any integers.
+    ``position_bias`` is any module with ``num_heads`` heads and a method
+    ``bias_at(head, rel, query_position)`` that gives the bias of a head at a
+    distance ``rel = i - j`` with elementwise operations only, so that every
+    kernel reads it the same way (FlexAttention on single entries, the others on
+    grids). As in x-transformers, the attention never knows which scheme made
+    the bias. A bias that is a number per bucket (T5) may also give ``lookup``
+    (the bucket of each distance, ``relpos.backends.PositionTerms``) and
+    ``row_bias()`` (``(h, buckets)``), which the kernels then read by row.
 
     Args:
         hidden_size, num_heads, dropout, causal: as for ``SchemeSelfAttention``.
-        position_bias: a module with ``num_heads`` heads mapping ``(i, j)``
-            distances to a ``(h, i, j)`` bias.
+        position_bias: the bias module (``T5Bias``, ``AlibiBias``, ...).
+        backend: the kernel (``relpos.BACKENDS``).
 
     Shapes:
-        position_bias(rel): rel ``(i, j)`` -> ``(h, i, j)``
+        position_bias.bias_at(head, rel, query_position): broadcastable tensors
         hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
         output: ``(b, n, hidden)``
     """
@@ -52,11 +56,20 @@ class BiasSelfAttention(SchemeSelfAttention):
         dropout: float = 0.0,
         *,
         causal: bool = False,
+        backend: str = "gather",
     ) -> None:
-        super().__init__(hidden_size, num_heads, dropout, causal=causal)
+        super().__init__(
+            hidden_size, num_heads, dropout, backend=backend, causal=causal
+        )
         if not isinstance(position_bias, nn.Module):
             got = type(position_bias).__name__
             raise TypeError(f"position_bias must be an nn.Module, got {got}")
+        if not callable(getattr(position_bias, "bias_at", None)):
+            raise TypeError(
+                "position_bias must have a method bias_at(head, rel, query_position) "
+                "giving the bias elementwise (as relpos.schemes.T5Bias and AlibiBias), "
+                f"got {type(position_bias).__name__}"
+            )
         heads = getattr(position_bias, "num_heads", None)
         if heads != self.num_heads:
             raise ValueError(
@@ -64,22 +77,23 @@ class BiasSelfAttention(SchemeSelfAttention):
             )
         self.position_bias = position_bias
 
-    def position_logits(
+    def position_terms(
         self,
-        query: torch.Tensor,
-        key: torch.Tensor,
         query_positions: torch.Tensor,
         key_positions: torch.Tensor,
-    ) -> torch.Tensor:
-        """The bias of every pair, the same for every batch item.
+    ) -> PositionTerms:
+        """The bias, as a bias per row (``lookup`` and ``row_bias()``) or ``bias_at``.
 
         Shapes:
-            query: ``(b, h, i, d)``; key: ``(b, h, j, d)``
-            query_positions: ``(i,)``; key_positions: ``(j,)``
-            output: ``(1, h, i, j)``
+            query_positions: ``(B, i)``; key_positions: ``(B, j)``
         """
-        rel = _relative_distances(query_positions, key_positions)  # (i, j)
-        return self.position_bias(rel).to(query.dtype)[None]  # (1, h, i, j)
+        bias = self.position_bias
+        lookup = getattr(bias, "lookup", None)
+        if isinstance(lookup, torch.Tensor) and hasattr(bias, "row_bias"):
+            return PositionTerms(
+                query_positions, key_positions, lookup, row_bias=bias.row_bias()
+            )
+        return PositionTerms(query_positions, key_positions, bias=bias.bias_at)
 
 
 __all__ = [

@@ -103,7 +103,11 @@ def rotate(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
             "angles must have shape (n, d/2) for x of shape (*, n, d) with d even, got "
             f"angles {tuple(angles.shape)} and x {tuple(x.shape)}"
         )
-    both = torch.cat([angles, angles], dim=-1)  # (n, d): plane t at t and t + d/2
+    return _rotate(x, angles)
+
+
+def _rotate(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
+    both = torch.cat([angles, angles], dim=-1)  # (*, n, d): plane t at t and t + d/2
     return x * both.cos().to(x.dtype) + rotate_half(x) * both.sin().to(x.dtype)
 
 
@@ -154,12 +158,13 @@ class RotarySelfAttention(SchemeSelfAttention):
 
         Shapes:
             query: ``(b, h, i, d)``; key: ``(b, h, j, d)``
+            query_positions: ``(B, i)``; key_positions: ``(B, j)``
             output: ``(query, key)`` with the same shapes
         """
         d, base = self.head_size, self.base
-        query_angles = rotary_angles(query_positions, d, base)  # (i, d/2)
-        key_angles = rotary_angles(key_positions, d, base)  # (j, d/2)
-        return rotate(query, query_angles), rotate(key, key_angles)
+        query_angles = rotary_angles(query_positions, d, base)  # (B, i, d/2)
+        key_angles = rotary_angles(key_positions, d, base)  # (B, j, d/2)
+        return _rotate(query, query_angles[:, None]), _rotate(key, key_angles[:, None])
 
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, base={self.base}"

@@ -32,7 +32,7 @@ from ..checks import (
     check_int_tensor,
     check_same_dtype,
 )
-from ..scores import _content_to_position
+from ..backends import PositionTerms
 from .attention import SchemeSelfAttention, _relative_distances
 
 
@@ -90,6 +90,8 @@ class ShawSelfAttention(SchemeSelfAttention):
         max_relative_positions: ``k``, the clipping distance (2k + 1 rows).
         relative_values: also add ``a^V`` to the values (the paper's eq. 3).
         causal: the causal attention (keys ``j <= i`` only), the same terms.
+        backend: the kernel (``relpos.BACKENDS``); on ``flex`` the relative values
+            cost one more kernel call per row.
 
     Attributes:
         key_table: ``(2k + 1, d)``, ``w^K`` shared by the heads (normal, std 0.02).
@@ -109,8 +111,11 @@ class ShawSelfAttention(SchemeSelfAttention):
         dropout: float = 0.0,
         *,
         causal: bool = False,
+        backend: str = "gather",
     ) -> None:
-        super().__init__(hidden_size, num_heads, dropout, causal=causal)
+        super().__init__(
+            hidden_size, num_heads, dropout, backend=backend, causal=causal
+        )
         self.max_relative_positions = check_int(
             "max_relative_positions", max_relative_positions, minimum=1
         )
@@ -123,6 +128,9 @@ class ShawSelfAttention(SchemeSelfAttention):
         if relative_values:
             value_table = nn.Parameter(torch.randn(rows, self.head_size) * 0.02)
         self.register_parameter("value_table", value_table)
+        k = self.max_relative_positions
+        rows = shaw_index(torch.arange(-k, k + 1), k)  # (2k + 1,): row of r at r + k
+        self.register_buffer("lookup", rows, persistent=False)
 
     def table_index(
         self, query_positions: torch.Tensor, key_positions: torch.Tensor
@@ -136,39 +144,25 @@ class ShawSelfAttention(SchemeSelfAttention):
         rel = _relative_distances(query_positions, key_positions)  # (i, j)
         return shaw_index(rel, self.max_relative_positions)
 
-    def position_logits(
-        self,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        query_positions: torch.Tensor,
-        key_positions: torch.Tensor,
-    ) -> torch.Tensor:
-        """``q_i . a^K_ij / sqrt(d)``: each query against all ``2k + 1`` rows, gathered.
+    def position_terms(
+        self, query_positions: torch.Tensor, key_positions: torch.Tensor
+    ) -> PositionTerms:
+        """``a^K`` as c2p rows (``q_i . a^K_ij / sqrt(d)``) and ``a^V`` as value rows.
 
         Shapes:
-            query: ``(b, h, i, d)``; key: ``(b, h, j, d)``
-            output: ``(b, h, i, j)``
+            query_positions: ``(B, i)``; key_positions: ``(B, j)``
         """
-        index = self.table_index(query_positions, key_positions)  # (i, j)
-        rows = self.key_table.expand(self.num_heads, *self.key_table.shape)  # (h, r, d)
-        return _content_to_position(query, rows, index) * self.scale  # (b, h, i, j)
-
-    def position_values(
-        self,
-        probs: torch.Tensor,
-        query_positions: torch.Tensor,
-        key_positions: torch.Tensor,
-    ) -> torch.Tensor | None:
-        """``sum_j alpha_ij a^V_ij``, or None without relative values.
-
-        Shapes:
-            probs: ``(b, h, i, j)``
-            output: ``(b, h, i, d)``
-        """
-        if self.value_table is None:
-            return None
-        index = self.table_index(query_positions, key_positions)  # (i, j)
-        return _relative_value_sum(probs, self.value_table, index)
+        h = self.num_heads
+        value_rows = None
+        if self.value_table is not None:
+            value_rows = self.value_table.expand(h, *self.value_table.shape)
+        return PositionTerms(
+            query_positions,
+            key_positions,
+            self.lookup,
+            key_rows=self.key_table.expand(h, *self.key_table.shape),  # (h, r, d)
+            value_rows=value_rows,  # (h, r, d)
+        )
 
     def extra_repr(self) -> str:
         return (

@@ -153,6 +153,14 @@ class T5Bias(nn.Module):
         self.bidirectional = bidirectional
         self.embedding = nn.Embedding(num_buckets, self.num_heads)
         nn.init.normal_(self.embedding.weight, mean=0.0, std=0.02)
+        # Every distance from max_distance on shares its side's last bucket: the
+        # bucket of each distance in [-max_distance, max_distance], at r + reach.
+        reach = torch.arange(-max_distance, max_distance + 1)  # (2L + 1,)
+        buckets = t5_bucket(
+            reach, num_buckets=num_buckets, max_distance=max_distance,
+            bidirectional=bidirectional,
+        )
+        self.register_buffer("lookup", buckets, persistent=False)
 
     def forward(self, rel: torch.Tensor) -> torch.Tensor:
         """The bias of each distance, one per head.
@@ -168,6 +176,26 @@ class T5Bias(nn.Module):
             bidirectional=self.bidirectional,
         )  # (i, j)
         return self.embedding(buckets).movedim(-1, 0)  # (h, i, j)
+
+    def row_bias(self) -> torch.Tensor:
+        """The bias of every bucket, one row per head (what the kernels read).
+
+        Shapes:
+            output: ``(h, num_buckets)``
+        """
+        return self.embedding.weight.t()  # (h, m)
+
+    def bias_at(
+        self, head: torch.Tensor, rel: torch.Tensor, query_position: torch.Tensor
+    ) -> torch.Tensor:
+        """The bias of head ``head`` at distance ``rel`` (elementwise; any kernel).
+
+        Shapes:
+            head, rel, query_position: broadcastable; output: their broadcast shape
+        """
+        reach = (self.lookup.shape[0] - 1) // 2
+        bucket = self.lookup[rel.clamp(-reach, reach) + reach]
+        return self.embedding.weight[bucket, head]
 
     def extra_repr(self) -> str:
         return (
@@ -188,6 +216,7 @@ class T5SelfAttention(BiasSelfAttention):
         bidirectional: the buckets of ``t5_bucket``; ``None`` (the default) means
             ``not causal``: the encoder's two-sided buckets, or the decoder's
             one-sided ones that spend every bucket on keys behind.
+        backend: the kernel (``relpos.BACKENDS``); every kernel reads the buckets.
 
     Shapes:
         hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
@@ -204,6 +233,7 @@ class T5SelfAttention(BiasSelfAttention):
         *,
         causal: bool = False,
         bidirectional: bool | None = None,
+        backend: str = "gather",
     ) -> None:
         heads = check_int("num_heads", num_heads, minimum=1)
         if not isinstance(causal, bool):
@@ -211,7 +241,9 @@ class T5SelfAttention(BiasSelfAttention):
         if bidirectional is None:
             bidirectional = not causal
         bias = T5Bias(heads, num_buckets, max_distance, bidirectional=bidirectional)
-        super().__init__(hidden_size, num_heads, bias, dropout, causal=causal)
+        super().__init__(
+            hidden_size, num_heads, bias, dropout, causal=causal, backend=backend
+        )
 
 
 __all__ = ["T5Bias", "T5SelfAttention", "t5_bucket", "t5_exact_limit"]

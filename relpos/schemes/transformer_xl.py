@@ -34,6 +34,7 @@ import torch
 from torch import nn
 
 from ..checks import check_float_tensor, check_int, check_int_tensor
+from ..backends import PositionTerms
 from ..scores import _content_to_position, content_to_position
 from .attention import SchemeSelfAttention, _relative_distances
 
@@ -119,6 +120,7 @@ class TransformerXLSelfAttention(SchemeSelfAttention):
             (``hidden_size`` must be even: it is also the width of ``R``).
         causal: the causal attention (keys ``j <= i`` only), the same terms (the
             paper's own setting: a language model).
+        backend: the kernel (``relpos.BACKENDS``).
 
     Attributes:
         pos_key_proj: ``W_kR``, a ``Linear(hidden, hidden)`` without bias.
@@ -136,8 +138,11 @@ class TransformerXLSelfAttention(SchemeSelfAttention):
         dropout: float = 0.0,
         *,
         causal: bool = False,
+        backend: str = "gather",
     ) -> None:
-        super().__init__(hidden_size, num_heads, dropout, causal=causal)
+        super().__init__(
+            hidden_size, num_heads, dropout, backend=backend, causal=causal
+        )
         if self.hidden_size % 2:
             raise ValueError(
                 "hidden_size must be even (the width of the sinusoid), "
@@ -148,31 +153,50 @@ class TransformerXLSelfAttention(SchemeSelfAttention):
         self.content_bias = nn.Parameter(torch.randn(shape) * 0.02)
         self.position_bias = nn.Parameter(torch.randn(shape) * 0.02)
 
-    def position_logits(
+    def rotate(
         self,
         query: torch.Tensor,
         key: torch.Tensor,
         query_positions: torch.Tensor,
         key_positions: torch.Tensor,
-    ) -> torch.Tensor:
-        """``((b) + (c) + (d)) / sqrt(d)`` over the distances that occur, lowest first.
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Shift every query by ``u``, so that the content logit holds ``u . k_j``.
 
-        The range of distances is read from the positions (``int(rel.min())``, a
-        host sync): the encodings are made for the distances that occur only.
+        ``(q + u) . k + (q + u) . R + (v - u) . R`` is Transformer-XL's
+        ``q . k + u . k + (q + v) . R``: the kernels add the last two terms as
+        c2p rows and a bias per row (``position_terms``).
 
         Shapes:
-            query: ``(b, h, i, d)``; key: ``(b, h, j, d)``
-            output: ``(b, h, i, j)``
+            query: ``(b, h, i, d)``; key: ``(b, h, j, d)``; output: the same
         """
-        rel = _relative_distances(query_positions, key_positions)  # (i, j)
-        lowest, highest = int(rel.min()), int(rel.max())
-        distances = torch.arange(lowest, highest + 1, device=rel.device)  # (r,)
-        encoding = sinusoidal_encoding(distances, self.hidden_size, dtype=query.dtype)
-        pos_key = self.split_heads(self.pos_key_proj(encoding))  # (h, r, d)
-        terms = _transformer_xl_terms(
-            query, key, pos_key, rel - lowest, self.content_bias, self.position_bias
+        return query + self.content_bias[:, None, :].to(query.dtype), key
+
+    def position_terms(
+        self, query_positions: torch.Tensor, key_positions: torch.Tensor
+    ) -> PositionTerms:
+        """``R`` of every distance that occurs, as c2p rows and a bias ``(v - u) . R``.
+
+        The range of distances is read from the positions (``int(...)``, a host
+        sync): the encodings are made for the distances that occur only.
+
+        Shapes:
+            query_positions: ``(B, i)``; key_positions: ``(B, j)``
+        """
+        reach = max(
+            abs(int(query_positions.max() - key_positions.min())),
+            abs(int(query_positions.min() - key_positions.max())),
         )
-        return terms * self.scale  # (b, h, i, j)
+        device = query_positions.device
+        distances = torch.arange(-reach, reach + 1, device=device)  # (2L + 1,)
+        dtype = self.pos_key_proj.weight.dtype
+        encoding = sinusoidal_encoding(distances, self.hidden_size, dtype=dtype)
+        pos_key = self.split_heads(self.pos_key_proj(encoding))  # (h, m, d)
+        shift = (self.position_bias - self.content_bias)[:, None, :]  # (h, 1, d)
+        row_bias = (shift * pos_key).sum(-1) * self.scale  # (h, m)
+        lookup = torch.arange(2 * reach + 1, device=device)  # row of r at r + L
+        return PositionTerms(
+            query_positions, key_positions, lookup, key_rows=pos_key, row_bias=row_bias
+        )
 
 
 __all__ = ["TransformerXLSelfAttention", "sinusoidal_encoding", "transformer_xl_terms"]

@@ -51,12 +51,11 @@ import torch.nn.functional as F
 
 from relpos.checks import check_int
 from relpos.attention import DisentangledSelfAttention
-from relpos.flex import (
-    _flex_attention,
-    _run_flex,
-    _tables,
-    full_block_mask,
+from relpos.backends.flex import (
     heads_contiguous,
+    make_score_mod,
+    row_scores,
+    run_kernel,
 )
 from .. import _cli
 from .config import BenchConfig
@@ -135,11 +134,10 @@ def flex_forward(
     clock("lookup")
     query, key, value = heads_contiguous(query, key, value)  # (b, h, n, d) each
     clock("head copies")
-    c2p_table, p2c_table = _tables(query, key, pos_key, pos_query, module.scale)
+    c2p_table, p2c_table = row_scores(query, key, pos_key, pos_query, module.scale)
     clock("tables")
-    context = _run_flex(
-        query, key, value, c2p_table, p2c_table, lookup, None, module.scale
-    )  # (b, h, i, d)
+    score_mod = make_score_mod(c2p_table, p2c_table, lookup, None)
+    context = run_kernel(query, key, value, score_mod, module.scale)  # (b, h, i, d)
     out = context.transpose(1, 2).flatten(-2)  # (b, n, hidden)
     clock("kernel")
     return out
@@ -171,24 +169,20 @@ def _kernel_calls(
     with torch.no_grad():
         query, key, value, pos_key, pos_query = _projections(module, x, table)
         query, key, value = heads_contiguous(query, key, value)  # (b, h, n, d) each
-        c2p, p2c = _tables(query, key, pos_key, pos_query, module.scale)  # (b, h, n, r)
+        c2p, p2c = row_scores(query, key, pos_key, pos_query, module.scale)
+        # c2p, p2c: (b, h, n, r)
         lookup = module.distance_lookup(x.shape[1], device=x.device)  # (2n - 1,)
-    scale, n = module.scale, x.shape[1]
-    block_mask = full_block_mask(n, str(x.device))
+    scale = module.scale
 
-    def flex_plain() -> torch.Tensor:
-        flex = _flex_attention(True)
-        return flex(query, key, value, block_mask=block_mask, scale=scale)
+    def kernel(c2p_table, p2c_table) -> Callable[[], torch.Tensor]:
+        score_mod = make_score_mod(c2p_table, p2c_table, lookup, None)
+        return lambda: run_kernel(query, key, value, score_mod, scale)
 
     return {
         "sdpa": lambda: F.scaled_dot_product_attention(query, key, value, scale=scale),
-        "flex": flex_plain,
-        "flex_c2p": lambda: _run_flex(
-            query, key, value, c2p, None, lookup, None, scale
-        ),
-        "flex_c2p_p2c": lambda: _run_flex(
-            query, key, value, c2p, p2c, lookup, None, scale
-        ),
+        "flex": kernel(None, None),
+        "flex_c2p": kernel(c2p, None),
+        "flex_c2p_p2c": kernel(c2p, p2c),
     }
 
 

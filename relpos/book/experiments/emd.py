@@ -115,8 +115,8 @@ class EnhancedMaskDecoder(DisentangledEncoder):
         for _ in range(EMD_PASSES):
             query = last(
                 hidden_states,
-                self.table_dropout(table),
                 attention_mask,
+                rel_embeddings=self.table_dropout(table),
                 query_states=query,
             )  # (b, n, hidden)
         return query
