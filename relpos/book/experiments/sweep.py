@@ -77,6 +77,7 @@ import platform
 import re
 import statistics
 import time
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -417,7 +418,7 @@ _RERUN = (
 
 
 def load_sweep(
-    result: Mapping[str, Any] | str | os.PathLike[str],
+    result: Mapping[str, Any] | str | os.PathLike[str] | Traversable,
     *,
     needs: Iterable[str] = (),
     name: str = "result",
@@ -425,9 +426,10 @@ def load_sweep(
     """A sweep's JSON in schema 2, checked: the one way the book reads a sweep.
 
     ``result`` is the dict ``python -m relpos.book.experiments`` writes, or the
-    path of its file. Schema 2 comes back as it is; schema 1 (the first
-    committed sweeps: one learning rate, no setting) is upgraded by
-    :func:`as_schema_2`, so an old file draws as an encoder sweep. Any other
+    path of its file (a committed one: ``relpos.book.results.path(name)``).
+    Schema 2 comes back as it is; schema 1 (the first committed sweeps: one
+    learning rate, no setting) is upgraded by :func:`as_schema_2`, so an old
+    file draws as an encoder sweep. Any other
     schema, or a dict without the fields its schema must have (``summary``;
     ``grid`` in schema 2; and the fields named in ``needs``), raises a
     ValueError that says what to rerun; a value that is neither a dict nor a
@@ -437,14 +439,16 @@ def load_sweep(
         returns ``{"schema": 2, "grid": {...}, "summary": [row, ...], ...}``
     """
     if isinstance(result, (str, os.PathLike)):
-        result = json.loads(Path(result).read_text(encoding="utf-8"))
+        result = Path(result)
+    if not isinstance(result, Mapping) and hasattr(result, "read_text"):
+        result = json.loads(result.read_text(encoding="utf-8"))  # a path, a resource
     if not isinstance(result, Mapping):
         raise TypeError(
             f"{name} must be a sweep's JSON (a dict) or the path of its file, got "
             f"{type(result).__name__}"
         )
     schema = result.get("schema")
-    if schema not in _NEEDED:
+    if isinstance(schema, bool) or schema not in _NEEDED:
         raise ValueError(
             f"{name} must be the JSON of python -m relpos.book.experiments in "
             f"schema 1 or 2, got schema {schema!r}: {_RERUN}"
