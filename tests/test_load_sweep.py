@@ -68,7 +68,9 @@ def schema_1(with_accuracies: bool = True) -> dict:
 
 
 def test_the_committed_sweeps_are_schema_2_and_come_back_as_they_are():
-    names = [n for n in results.names() if n.startswith("sweep") and n.endswith(".json")]
+    names = [
+        n for n in results.names() if n.startswith("sweep") and n.endswith(".json")
+    ]
     assert "sweep.json" in names and len(names) >= 6
     for name in names:
         stored = results.load(name)

@@ -35,11 +35,11 @@ def benchmark(
     """Forward time and peak memory against sequence length, a line per backend.
 
     Log axes. ``results`` is the JSON written by ``python -m relpos.book.bench``
-    (or its path, read by ``relpos.book.bench.load_results``). Only measurements with status ``"ok"`` are drawn. With
-    ``roofline=True`` a third panel draws each backend's fraction of the
-    roofline (its forward FLOP over its time over the machine's matmul
-    throughput; 1 is matmul speed), which needs results that carry the
-    throughput (schema 2).
+    (or its path, read by ``relpos.book.bench.load_results``). Only
+    measurements with status ``"ok"`` are drawn. With ``roofline=True`` a third
+    panel draws each backend's fraction of the roofline (its forward FLOP over
+    its time over the machine's matmul throughput; 1 is matmul speed), which
+    needs results that carry the throughput (schema 2).
 
     Shapes:
         axes[0]: time (s) against n; axes[1]: peak memory (MiB) against n
