@@ -17,7 +17,7 @@ import torch
 
 import relpos
 from relpos.book import results
-from relpos.book.experiments.sweep import as_schema_2
+from relpos.book.experiments.sweep import load_sweep
 from relpos.book.exercises import ExerciseError, check
 from relpos.book.exercises.ch09 import own_row_span
 from relpos.book.experiments import Config
@@ -118,7 +118,7 @@ def test_ch9_ex1_catches_the_wrong_task_and_too_little_training(far16) -> None:
 
 def fewest_from_runs(sweep: dict, length: int, reduce=statistics.fmean) -> dict:
     """Written independently of the check: from the runs, not the summary."""
-    sweep = as_schema_2(sweep)
+    sweep = load_sweep(sweep)
     fewest = {}
     for scheme in sweep["grid"]["scheme"]:
         sizes = []

@@ -46,7 +46,7 @@ def coverage_sweep() -> dict:
                  "touched": 0.5 if (s == "tabled" and n > 32) or s == "formula"
                  else 0.0}
                 for s in accuracy for n in (32, 64, 128)]
-    return {"config": {"train_length": 32},
+    return {"schema": 2, "config": {"train_length": 32},
             "grid": {"scheme": list(accuracy), "train_size": [8, 64]},
             "summary": summary, "coverage": coverage}
 

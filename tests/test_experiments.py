@@ -480,10 +480,9 @@ def test_cli_writes_json_and_figure_and_reproduces(tmp_path):
 def test_summary_cells_key_every_row_of_the_committed_sweep():
     # The committed file may be of schema 1 (read as an encoder sweep) or 2.
     from relpos.book import results
-    from relpos.book.experiments import summary_cells
-    from relpos.book.experiments.sweep import as_schema_2
+    from relpos.book.experiments import load_sweep, summary_cells
 
-    sweep = as_schema_2(results.load("sweep.json"))
+    sweep = load_sweep(results.path("sweep.json"))
     assert sweep["schema"] == 2
     cells = summary_cells(sweep)
     assert cells == summary_cells(sweep["summary"])

@@ -1,5 +1,7 @@
 """Tests of the sweep figures in relpos.book.plot, through the data they draw.
 
+And of terms_by_distance (a model's score terms averaged at each ``i - j``).
+
 The results dict here is made by hand (no training): two tasks, two schemes,
 two sizes, three lengths, with distinct means so that a mix-up shows.
 """
@@ -16,7 +18,12 @@ from matplotlib.figure import Figure
 import torch
 
 from relpos import AttentionScores
-from relpos.book.plot import experiment_sweep, score_by_distance, table_bands
+from relpos.book.plot import (
+    experiment_sweep,
+    score_by_distance,
+    table_bands,
+    terms_by_distance,
+)
 
 TASKS = ("relative", "far")
 SCHEMES = ("absolute", "deberta")
@@ -181,7 +188,7 @@ def test_table_bands_needs_band_entries():
         table_bands(results)
 
 
-def test_score_by_distance_draws_diagonal_means():
+def test_terms_by_distance_draws_diagonal_means():
     n, heads = 5, 2
     rel = (
         torch.arange(n)[:, None] - torch.arange(n)[None, :]
@@ -189,7 +196,7 @@ def test_score_by_distance_draws_diagonal_means():
     c2p = torch.stack([rel, -rel])[None]  # (1, h, i, j): a function of i - j per head
     c2c = torch.rand(1, heads, n, n, dtype=torch.float64)
     probs = c2c.softmax(-1)
-    fig = score_by_distance(AttentionScores(c2c, c2p, None, probs))
+    fig = terms_by_distance(AttentionScores(c2c, c2p, None, probs))
     assert [ax.get_title() for ax in fig.axes] == [
         "c2c",
         "c2p",
@@ -211,7 +218,22 @@ def test_score_by_distance_draws_diagonal_means():
     for ax in fig.axes:
         assert ax.get_xlabel() == "distance i - j" and ax.get_ylabel()
     with pytest.raises(TypeError, match="AttentionScores"):
-        score_by_distance(probs)
+        terms_by_distance(probs)
+
+
+def test_the_old_figure_name_warns_and_draws_the_same():
+    """plot.score_by_distance is terms_by_distance's old name, for one release."""
+    scores = AttentionScores(
+        torch.rand(1, 2, 4, 4, dtype=torch.float64), None, None,
+        torch.rand(1, 2, 4, 4, dtype=torch.float64).softmax(-1),
+    )
+    with pytest.warns(DeprecationWarning, match="terms_by_distance"):
+        old = score_by_distance(scores, batch=0)
+    new = terms_by_distance(scores)
+    assert [ax.get_title() for ax in old.axes] == [ax.get_title() for ax in new.axes]
+    for ax_old, ax_new in zip(old.axes, new.axes, strict=True):
+        for line_old, line_new in zip(ax_old.lines, ax_new.lines, strict=True):
+            assert list(line_old.get_ydata()) == list(line_new.get_ydata())
 
 
 def _schema_2(settings=("encoder", "causal")) -> dict:

@@ -167,9 +167,9 @@ def data_efficiency(answer: Any, *, sweep: dict[str, Any] | None = None) -> str:
     """
     from .. import results
 
-    from ..experiments.sweep import as_schema_2
+    from ..experiments.sweep import load_sweep
 
-    sweep = as_schema_2(results.load("sweep.json") if sweep is None else sweep)
+    sweep = load_sweep(results.load("sweep.json") if sweep is None else sweep)
     sizes = sweep["grid"]["train_size"]
     length = int(sweep["config"]["train_length"])
     expected = _fewest(sweep, "relative", length, "mean")

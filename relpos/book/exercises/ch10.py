@@ -69,8 +69,13 @@ def predict_from_coverage(
     against the sweep's accuracies (a fall: ``FALL`` below the training length).
     """
     from .. import results
+    from ..experiments.sweep import load_sweep
 
-    sweep = results.load("sweep.json") if sweep is None else sweep
+    sweep = load_sweep(
+        results.load("sweep.json") if sweep is None else sweep,
+        needs=("config", "coverage"),
+        name="sweep",
+    )
     schemes = list(sweep["grid"]["scheme"])
     if not isinstance(answer, dict):
         fail(f"the answer must be a dict {{scheme: length or None}}, got "
@@ -192,7 +197,12 @@ def causal_gain(
 
     At test ``length`` (the longest by default), with the largest training size
     of each sweep, ``field`` of the seeds (``"mean"`` unless told).
+    Both sweeps are read by ``load_sweep`` (schema 1 is upgraded).
     """
+    from ..experiments.sweep import load_sweep
+
+    encoder = load_sweep(encoder, name="encoder")
+    causal = load_sweep(causal, needs=("config",), name="causal")
     if length is None:
         length = max(causal["config"]["test_lengths"])
     before = _mean_at(encoder, "encoder", task, length, field)
@@ -218,9 +228,16 @@ def what_the_mask_changes(
     sequences; answers within half a point of the sweep's pass.
     """
     from .. import results
+    from ..experiments.sweep import load_sweep
 
-    encoder = results.load("sweep.json") if encoder is None else encoder
-    causal = results.load("sweep_causal.json") if causal is None else causal
+    encoder = load_sweep(
+        results.load("sweep.json") if encoder is None else encoder, name="encoder"
+    )
+    causal = load_sweep(
+        results.load("sweep_causal.json") if causal is None else causal,
+        needs=("config",),
+        name="causal",
+    )
     expected = causal_gain(encoder, causal, task=task)
     if not isinstance(answer, dict):
         fail(f"the answer must be a dict {{scheme: gain}}, got {type(answer).__name__}")

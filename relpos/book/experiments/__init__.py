@@ -10,7 +10,8 @@ A reader can hold the whole experiment in their head:
 - ``config``: the one ``Config`` dataclass of a run, and its derived seeds.
 - ``train``: the training loop, on one screen.
 - ``measure``: accuracy per length, the learned table's bands, the c2p/p2c pattern.
-- ``sweep``: every (setting, task, scheme, training-set size, seed) into one JSON;
+- ``sweep``: every (setting, task, scheme, training-set size, seed) into one JSON
+  (``load_sweep`` reads it back, the one reader of its schemas);
   ``engine`` hands the runs to local processes or a Dask cluster, ``store``
   keeps every finished run (a stopped sweep resumes), ``tuning`` chooses each
   scheme's learning rate on validation sequences at the training length.
@@ -63,6 +64,7 @@ from .sweep import (
     SCHEMA,
     check_tune_seeds,
     compare,
+    load_sweep,
     machine_info,
     numbers_only,
     run_one,
@@ -132,6 +134,7 @@ __all__ = [
     "format_table",
     "get_task",
     "initial_model",
+    "load_sweep",
     "machine_info",
     "mean_scores",
     "model_seed",

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from .sweep import as_schema_2, summary_cells
+from .sweep import load_sweep, summary_cells
 
 
-def format_table(result: dict[str, Any]) -> str:
+def format_table(result: dict[str, Any] | str | Path) -> str:
     """One block per (setting, task); a row per (scheme, size), a column per length.
 
     Each cell is ``mean +- std`` of the accuracy over the seeds, in percent; the
     ``lr`` column is the learning rate the scheme trained at (chosen by tuning
-    when the sweep had several).
+    when the sweep had several). ``result`` is read by ``load_sweep`` (a path
+    too; schema 1 is upgraded).
     """
-    result = as_schema_2(result)
+    result = load_sweep(result)
     grid, config = result["grid"], result["config"]
     rows = result["summary"]
     lengths = sorted({r["length"] for r in rows})

@@ -38,6 +38,10 @@ The JSON (``SCHEMA = 2``)::
                    "unseen", "touched", "pair_fraction"}],
      "wall_seconds": float, "run_seconds": float}
 
+Every reader (the figures, the report, the exercise checks, the charts) reads
+this JSON through :func:`load_sweep`: schema 2 as it is, schema 1 upgraded by
+:func:`as_schema_2`, anything else refused with what to rerun.
+
 ``coverage`` is :func:`~relpos.book.experiments.coverage.coverage_table` of
 every (setting, task, scheme) at every test length: per kind of position
 entry the scheme reads (a table row, a bucket, an absolute row, a distance of
@@ -67,13 +71,15 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
 import os
 import platform
 import re
 import statistics
 import time
+from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import torch
 
@@ -403,13 +409,95 @@ def run_sweep(
     return result
 
 
+# What each schema's JSON must hold at the top (what every reader of it reads).
+_NEEDED = {1: ("summary",), 2: ("grid", "summary")}
+_RERUN = (
+    "rerun python -m relpos.book.experiments (with the command stored in the "
+    "file's 'command') to write schema 2"
+)
+
+
+def load_sweep(
+    result: Mapping[str, Any] | str | os.PathLike[str] | Traversable,
+    *,
+    needs: Iterable[str] = (),
+    name: str = "result",
+) -> dict[str, Any]:
+    """A sweep's JSON in schema 2, checked: the one way the book reads a sweep.
+
+    ``result`` is the dict ``python -m relpos.book.experiments`` writes, or the
+    path of its file (a committed one: ``relpos.book.results.path(name)``).
+    Schema 2 comes back as it is; schema 1 (the first committed sweeps: one
+    learning rate, no setting) is upgraded by :func:`as_schema_2`, so an old
+    file draws as an encoder sweep. Any other
+    schema, or a dict without the fields its schema must have (``summary``;
+    ``grid`` in schema 2; and the fields named in ``needs``), raises a
+    ValueError that says what to rerun; a value that is neither a dict nor a
+    path raises TypeError. The messages call it ``name``, the caller's argument.
+
+    Shapes:
+        returns ``{"schema": 2, "grid": {...}, "summary": [row, ...], ...}``
+    """
+    if isinstance(result, (str, os.PathLike)):
+        result = Path(result)
+    if not isinstance(result, Mapping) and hasattr(result, "read_text"):
+        result = json.loads(result.read_text(encoding="utf-8"))  # a path, a resource
+    if not isinstance(result, Mapping):
+        raise TypeError(
+            f"{name} must be a sweep's JSON (a dict) or the path of its file, got "
+            f"{type(result).__name__}"
+        )
+    schema = result.get("schema")
+    if isinstance(schema, bool) or schema not in _NEEDED:
+        raise ValueError(
+            f"{name} must be the JSON of python -m relpos.book.experiments in "
+            f"schema 1 or 2, got schema {schema!r}: {_RERUN}"
+        )
+    missing = [k for k in _NEEDED[schema] if k not in result]
+    if missing:
+        raise ValueError(
+            f"{name} (schema {schema}) has no {', '.join(map(repr, missing))}: not "
+            f"the JSON of python -m relpos.book.experiments; {_RERUN}"
+        )
+    upgraded = as_schema_2(dict(result))
+    missing = [k for k in needs if k not in upgraded]
+    if missing:
+        raise ValueError(
+            f"{name} has no {', '.join(map(repr, missing))}, which this reader "
+            f"needs; {_RERUN}"
+        )
+    return upgraded
+
+
+def _seed_values(result: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
+    """A schema-1 summary row with ``values``, its cell's accuracy of each run.
+
+    Schema 1 kept the seeds' accuracies in the runs only; a row whose runs do
+    not all hold its length comes back as it is.
+    """
+    if "values" in row:
+        return row
+    cell = (row["task"], row["scheme"], row["train_size"])
+    runs = [
+        r for r in result.get("runs", [])
+        if (r.get("task"), r.get("scheme"), r.get("train_size")) == cell
+    ]
+    accuracies = [r.get("accuracy", {}).get(str(row["length"])) for r in runs]
+    if not runs or None in accuracies or len(runs) != row.get("n", len(runs)):
+        return row
+    return {**row, "values": accuracies}
+
+
 def as_schema_2(result: dict[str, Any]) -> dict[str, Any]:
     """A sweep's JSON in schema 2: a schema-1 result is read as an encoder sweep.
 
-    Schema 1 (one learning rate, no setting) names its grid ``schemes``,
-    ``train_sizes`` and ``seeds`` and its other fields ``settings``; its runs
-    and summary rows gain ``setting: "encoder"``, its learning rate is the one
-    every cell chose, untuned. A schema-2 result comes back as it is.
+    The upgrade step of :func:`load_sweep` (which also checks the JSON; readers
+    call that). Schema 1 (one learning rate, no setting) names its grid
+    ``schemes``, ``train_sizes`` and ``seeds`` and its other fields
+    ``settings``; its runs and summary rows gain ``setting: "encoder"``, its
+    summary rows the accuracy of every seed (``values``, from the runs), its
+    learning rate is the one every cell chose, untuned. A schema-2 result comes
+    back as it is.
     """
     if result.get("schema", SCHEMA) != 1:
         return result
@@ -459,7 +547,8 @@ def as_schema_2(result: dict[str, Any]) -> dict[str, Any]:
                 for run in result.get("runs", [])
             ],
             "summary": [
-                {"setting": "encoder", **row} for row in result.get("summary", [])
+                {"setting": "encoder", **_seed_values(result, row)}
+                for row in result.get("summary", [])
             ],
         }
     )
@@ -490,6 +579,7 @@ __all__ = [
     "as_schema_2",
     "check_tune_seeds",
     "compare",
+    "load_sweep",
     "machine_info",
     "numbers_only",
     "run_one",

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from relpos.book.plot import _landscape_panels
+from relpos.book.plot.landscape import _landscape_panels
 
 from ._controls import checkbox, select, slider
 from ._figure import Interactive

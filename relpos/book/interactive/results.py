@@ -48,22 +48,24 @@ Result = Mapping[str, Any]
 
 
 def _sweeps(sweeps: Sequence[Result] | None) -> list[Result]:
+    """The sweeps, each read by ``load_sweep`` (schema 1 upgraded, others refused)."""
+    from relpos.book.experiments.sweep import load_sweep
+
     if sweeps is None:
         from relpos.book import results
 
-        return [results.load(name) for name in SWEEPS]
-    if isinstance(sweeps, Mapping) or not isinstance(sweeps, Sequence) or not sweeps:
+        sweeps = [results.load(name) for name in SWEEPS]
+    if isinstance(sweeps, (Mapping, str)) or not isinstance(sweeps, Sequence) or (
+        not sweeps
+    ):
         raise TypeError(
             "sweeps must be a non-empty list of sweep results "
             f"(relpos.book.results.load), got {type(sweeps).__name__}"
         )
-    for sweep in sweeps:
-        if not isinstance(sweep, Mapping) or sweep.get("schema") != 2:
-            raise ValueError(
-                "sweeps must hold sweep JSON of schema 2 "
-                "(python -m relpos.book.experiments)"
-            )
-    return list(sweeps)
+    return [
+        load_sweep(sweep, needs=("config",), name=f"sweeps[{a}]")
+        for a, sweep in enumerate(sweeps)
+    ]
 
 
 def _union(values: list[list[Any]]) -> list[Any]:
@@ -166,8 +168,9 @@ def results_chart(
     """Accuracy against test length for the ticked schemes of one sweep cell.
 
     Args:
-        sweeps: the sweep results (schema 2) to explore; ``None`` loads the
-            committed encoder and causal sweeps.
+        sweeps: the sweep results to explore (each read by ``load_sweep``:
+            schema 2, or schema 1 upgraded); ``None`` loads the committed
+            encoder and causal sweeps.
         task, setting, train_size: where the selectors start.
         shown: the schemes ticked at first.
 

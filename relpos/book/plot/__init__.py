@@ -1,0 +1,57 @@
+"""The book's figures. Every function returns a matplotlib Figure and never shows it.
+
+What a figure shows can be tested without looking at pixels: the heatmaps keep
+the drawn matrix in ``fig.axes[0].images[0].get_array()`` and the line plots
+keep their points in ``ax.lines``. Figures are made with ``matplotlib.figure.Figure``,
+not pyplot, so nothing is kept open globally and notebooks show a figure once,
+when a cell returns it. Every axis and colour bar is labelled.
+
+One module per idea, every figure importable from here (``plot.index_heatmap``):
+
+- ``positions``: ``i - j``, the table row ``delta``, log buckets, row similarity;
+- ``scores``: a score matrix, the terms of one head, the terms by distance;
+- ``streams``: the two streams of disentangled attention and the gathers;
+- ``benchmark``: time, memory and the roofline of ``python -m relpos.book.bench``;
+- ``sweep``: a trained sweep's means and spreads, the tables' bands;
+- ``seeds``: a trained sweep with every seed visible;
+- ``landscape``: what each relative scheme adds to a logit against ``i - j``;
+- ``_style``: the labelled heatmap, the written matrix and the markers they share.
+
+Shape legend:
+    matrices drawn are ``(i, j)``: query position down, key position across
+"""
+
+from __future__ import annotations
+
+from .benchmark import benchmark
+from .landscape import score_landscape
+from .positions import (
+    index_heatmap,
+    log_buckets,
+    relative_position_matrix,
+    row_similarity,
+)
+from .scores import score_by_distance, score_heatmap, score_terms, terms_by_distance
+from .seeds import accuracy_grid, band_profiles, data_efficiency, seed_points
+from .streams import disentangled_streams
+from .sweep import experiment_sweep, table_bands
+
+__all__ = [
+    "relative_position_matrix",
+    "index_heatmap",
+    "row_similarity",
+    "score_heatmap",
+    "score_terms",
+    "log_buckets",
+    "benchmark",
+    "experiment_sweep",
+    "score_by_distance",
+    "table_bands",
+    "terms_by_distance",
+    "score_landscape",
+    "disentangled_streams",
+    "accuracy_grid",
+    "band_profiles",
+    "data_efficiency",
+    "seed_points",
+]
