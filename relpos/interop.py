@@ -380,7 +380,8 @@ def model_from_transformers(
     modeling = _transformers_module("v2")
     if not isinstance(module, modeling.DebertaV2Model):
         raise TypeError(
-            f"module must be a transformers DebertaV2Model, got {type(module).__name__}"
+            "module must be a transformers DebertaV2Model (a task model's .deberta), "
+            f"got {type(module).__name__}"
         )
     if getattr(module, "z_steps", 0) > 1:
         raise ValueError(
