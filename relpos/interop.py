@@ -341,7 +341,7 @@ def encoder_from_transformers(
     return ours.train(module.training)
 
 
-# -- whole model -----------------------------------------------------------------------
+# -- whole model ---------------------------------------------------------------------
 
 
 def _embedding_settings(module: nn.Module) -> dict[str, Any]:
@@ -408,7 +408,7 @@ def model_from_transformers(
     return ours.train(module.training)
 
 
-# -- relpos to transformers ------------------------------------------------------------
+# -- relpos to transformers ----------------------------------------------------------
 
 
 def _one(name: str, values: Iterable[object]) -> object:

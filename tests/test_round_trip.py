@@ -80,7 +80,9 @@ CASES = {
 IDS = list(CASES)
 
 
-def _ours(name: str, dtype: torch.dtype = torch.float64, **changes) -> DisentangledModel:
+def _ours(
+    name: str, dtype: torch.dtype = torch.float64, **changes: object
+) -> DisentangledModel:
     """A relpos model of configuration ``name`` whose every number is random.
 
     Noise on every parameter (LayerNorms, biases and the padding row included),
@@ -158,7 +160,7 @@ def _max_error(got: torch.Tensor, expected: torch.Tensor, mask: torch.Tensor) ->
     return (got[keep] - expected[keep]).abs().max().item()
 
 
-# -- relpos -> transformers -> relpos ----------------------------------------------------
+# -- relpos -> transformers -> relpos ------------------------------------------------
 
 
 @pytest.mark.parametrize("name", IDS)
@@ -225,7 +227,7 @@ def test_encoder_round_trip() -> None:
     assert _max_error(got, expected, mask) <= TOLERANCE[torch.float64]
 
 
-# -- transformers -> relpos ---------------------------------------------------------------
+# -- transformers -> relpos ----------------------------------------------------------
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["fp32", "fp64"])
@@ -276,11 +278,12 @@ def test_training_reproduces_transformers_with_the_same_seed() -> None:
     got = _run(ours, inputs)
     torch.manual_seed(3)
     expected = _run(theirs, inputs)
-    assert _max_error(got, expected, inputs["attention_mask"]) <= TOLERANCE[torch.float64]
-    assert _max_error(got, _run(ours.eval(), inputs), inputs["attention_mask"]) > 1e-3
+    mask = inputs["attention_mask"]
+    assert _max_error(got, expected, mask) <= TOLERANCE[torch.float64]
+    assert _max_error(got, _run(ours.eval(), inputs), mask) > 1e-3
 
 
-# -- save_pretrained / from_pretrained -------------------------------------------------
+# -- save_pretrained / from_pretrained -----------------------------------------------
 
 
 @pytest.mark.parametrize("name", IDS)
@@ -296,7 +299,7 @@ def test_save_pretrained_and_back(name: str, tmp_path, monkeypatch) -> None:
     assert torch.equal(_run(back, inputs), _run(ours, inputs))
 
 
-# -- what transformers cannot express, and bad input ----------------------------------
+# -- what transformers cannot express, and bad input ---------------------------------
 
 
 def _set(module: nn.Module, path: str, value: object) -> None:
@@ -379,7 +382,7 @@ def test_from_transformers_refuses_the_encoder_settings() -> None:
         DisentangledModel.from_transformers(DebertaV2Model(config))
 
 
-# -- Embeddings on its own ----------------------------------------------------------------
+# -- Embeddings on its own -----------------------------------------------------------
 
 
 def test_embeddings_zero_the_padding() -> None:
