@@ -36,6 +36,7 @@ from .embedding import (
     table_memory_bytes,
 )
 from .encoder import DisentangledEncoder, DisentangledEncoderLayer, EncoderLayer
+from .model import DisentangledModel, Embeddings
 from .positions import (
     attention_span,
     delta,
@@ -74,7 +75,9 @@ __all__ = [
     "BACKENDS",
     "DisentangledEncoder",
     "DisentangledEncoderLayer",
+    "DisentangledModel",
     "DisentangledSelfAttention",
+    "Embeddings",
     "EncoderLayer",
     "INITS",
     "POS_ATT_TYPES",

@@ -559,5 +559,14 @@ class DisentangledEncoder(nn.Module):
     def extra_repr(self) -> str:
         return f"num_layers={self.num_layers}, span={self.span}"
 
+    def to_transformers(self) -> nn.Module:
+        """This encoder as a ``transformers`` ``DebertaV2Encoder`` (weights copied).
+
+        The ``DebertaV2Config`` is built from this encoder's settings; one that
+        ``transformers`` cannot express (``causal=True``, say) raises a
+        ``ValueError`` naming it. Same device, dtype and train/eval mode.
+        """
+        return interop.to_transformers(self)
+
 
 __all__ = ["EncoderLayer", "DisentangledEncoderLayer", "DisentangledEncoder"]

@@ -2,7 +2,13 @@
 
 ``DisentangledSelfAttention.from_transformers`` copies a DeBERTa-v2/v3 or a
 DeBERTa (v1) attention layer; ``DisentangledEncoder.from_transformers`` copies a
-DeBERTa-v2/v3 encoder. ``transformers`` is imported only inside these functions.
+DeBERTa-v2/v3 encoder and ``DisentangledModel.from_transformers`` a whole
+``DebertaV2Model`` (embeddings and encoder). The other way,
+``to_transformers`` builds a ``DebertaV2Encoder`` or ``DebertaV2Model`` (and its
+``DebertaV2Config``) from a relpos encoder or model, so that a relpos model can be
+saved with ``save_pretrained`` and loaded with ``from_pretrained``. Both
+directions copy along one list of matching modules (``_encoder_pairs``,
+``_embedding_pairs``). ``transformers`` is imported only inside these functions.
 
 v1 vs v2/v3. DeBERTa v1 (``transformers.models.deberta``) and v2/v3
 (``transformers.models.deberta_v2``) compute the same attention score,
@@ -47,7 +53,8 @@ table as given; ``DisentangledEncoder`` applies that dropout, once per layer.
 
 from __future__ import annotations
 
-from typing import TypeVar
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
 
 import torch
 from torch import nn
@@ -58,6 +65,9 @@ from .config import POS_ATT_TYPES
 # or encoder, so that they can import it without a circle.
 A = TypeVar("A", bound=nn.Module)
 E = TypeVar("E", bound=nn.Module)
+M = TypeVar("M", bound=nn.Module)
+#: A relpos module and the ``transformers`` module that holds the same weights.
+Pair = tuple[nn.Module, nn.Module]
 
 _WEIGHTS = ("query_proj", "key_proj", "value_proj", "pos_key_proj", "pos_query_proj")
 # transformers' names for the exact (erf) GELU that relpos uses.
@@ -143,16 +153,8 @@ def _from_v2(
         dropout=module.dropout.p,
         backend=backend,
     ).to(device=weight.device, dtype=weight.dtype)
-    _copy_v2_attention(ours, module)
+    _copy(_attention_pairs(ours, module))
     return ours.train(module.training)
-
-
-def _copy_v2_attention(ours: nn.Module, module: nn.Module) -> None:
-    """Copy the projections of a v2 attention into ``ours`` (same configuration)."""
-    with torch.no_grad():
-        for name in _WEIGHTS:
-            if hasattr(ours, name):
-                getattr(ours, name).load_state_dict(getattr(module, name).state_dict())
 
 
 def _from_v1(
@@ -218,18 +220,8 @@ def _from_v1(
 # -- encoder -------------------------------------------------------------------------
 
 
-def encoder_from_transformers(
-    cls: type[E], module: nn.Module, *, backend: str = "gather"
-) -> E:
-    """Copy a ``transformers`` ``DebertaV2Encoder`` (or a model's) into ``cls``.
-
-    Refused with a ``ValueError`` naming the setting: ``relative_attention=False``,
-    ``conv_kernel_size > 0``, a ``norm_rel_ebd`` other than ``"layer_norm"`` or
-    ``"none"``, a ``hidden_act`` other than the exact GELU, an
-    ``attention_head_size`` that does not multiply out to ``hidden_size``, no
-    layers. A v1 ``DebertaEncoder`` is a ``TypeError`` (convert its attention
-    layers one by one).
-    """
+def _transformers_encoder(module: nn.Module) -> nn.Module:
+    """``module`` as a ``DebertaV2Encoder`` (a model's ``.encoder``), else TypeError."""
     modeling = _transformers_module("v2")
     if isinstance(module, modeling.DebertaV2Model):
         module = module.encoder
@@ -238,6 +230,14 @@ def encoder_from_transformers(
             "module must be a transformers DebertaV2Encoder or DebertaV2Model, "
             f"got {type(module).__name__}"
         )
+    return module
+
+
+def _encoder_settings(module: nn.Module) -> dict[str, Any]:
+    """The ``DisentangledEncoder`` arguments of a ``DebertaV2Encoder``, checked.
+
+    A setting relpos does not implement is a ``ValueError`` naming it.
+    """
     if not module.relative_attention:
         raise ValueError(
             "module has relative_attention=False: no relative-position table to copy"
@@ -266,12 +266,11 @@ def encoder_from_transformers(
         )
     attention = first.attention.self
     _check_v2_attention(attention)
-    weight = module.rel_embeddings.weight
-    ours = cls(
-        len(module.layer),
-        attention.query_proj.in_features,
-        attention.num_attention_heads,
-        first.intermediate.dense.out_features,
+    return dict(
+        num_layers=len(module.layer),
+        hidden_size=attention.query_proj.in_features,
+        num_heads=attention.num_attention_heads,
+        intermediate_size=first.intermediate.dense.out_features,
         max_relative_positions=attention.max_relative_positions,
         position_buckets=attention.position_buckets,
         pos_att_type=tuple(attention.pos_att_type),
@@ -280,30 +279,264 @@ def encoder_from_transformers(
         attention_dropout=attention.dropout.p,
         layer_norm_eps=first.output.LayerNorm.eps,
         norm_rel_ebd="layer_norm" in module.norm_rel_ebd,
-        backend=backend,
-    ).to(device=weight.device, dtype=weight.dtype)
-    if ours.table.weight.shape != weight.shape:
+    )
+
+
+def _attention_pairs(ours: nn.Module, theirs: nn.Module) -> Iterator[Pair]:
+    """The projections of a relpos attention and a v2 one, name by name."""
+    for name in _WEIGHTS:
+        if hasattr(ours, name):
+            yield getattr(ours, name), getattr(theirs, name)
+
+
+def _encoder_pairs(ours: nn.Module, theirs: nn.Module) -> Iterator[Pair]:
+    """Every (relpos module, ``transformers`` module) of two encoders that match.
+
+    The one place that says which module of ``DisentangledEncoder`` is which
+    module of ``DebertaV2Encoder``; both directions of the conversion copy along it.
+    """
+    if ours.table.weight.shape != theirs.rel_embeddings.weight.shape:
         raise ValueError(
-            f"module has a table of shape {tuple(weight.shape)} but its attention's "
-            f"span needs {tuple(ours.table.weight.shape)} (max_relative_positions, "
-            "position_buckets)"
+            f"module has a table of shape {tuple(theirs.rel_embeddings.weight.shape)} "
+            f"but its attention's span needs {tuple(ours.table.weight.shape)} "
+            "(max_relative_positions, position_buckets)"
         )
+    yield ours.table, theirs.rel_embeddings  # both hold the table as .weight
+    if ours.table_norm is not None:
+        yield ours.table_norm, theirs.LayerNorm
+    for mine, layer in zip(ours.layers, theirs.layer, strict=True):
+        yield from _attention_pairs(mine.attention, layer.attention.self)
+        yield mine.attention_output, layer.attention.output.dense
+        yield mine.attention_norm, layer.attention.output.LayerNorm
+        yield mine.intermediate, layer.intermediate.dense
+        yield mine.output, layer.output.dense
+        yield mine.output_norm, layer.output.LayerNorm
+
+
+def _copy(pairs: Iterable[Pair], *, to_transformers: bool = False) -> None:
+    """Copy each pair's state: ``transformers`` into relpos, or the other way."""
     with torch.no_grad():
-        ours.table.weight.copy_(weight)
-        if ours.table_norm is not None:
-            ours.table_norm.load_state_dict(module.LayerNorm.state_dict())
-        for mine, theirs in zip(ours.layers, module.layer):
-            _copy_v2_attention(mine.attention, theirs.attention.self)
-            pairs = (
-                (mine.attention_output, theirs.attention.output.dense),
-                (mine.attention_norm, theirs.attention.output.LayerNorm),
-                (mine.intermediate, theirs.intermediate.dense),
-                (mine.output, theirs.output.dense),
-                (mine.output_norm, theirs.output.LayerNorm),
-            )
-            for target, source in pairs:
-                target.load_state_dict(source.state_dict())
+        for ours, theirs in pairs:
+            target, source = (theirs, ours) if to_transformers else (ours, theirs)
+            target.load_state_dict(source.state_dict())
+
+
+def encoder_from_transformers(
+    cls: type[E], module: nn.Module, *, backend: str = "gather"
+) -> E:
+    """Copy a ``transformers`` ``DebertaV2Encoder`` (or a model's) into ``cls``.
+
+    Refused with a ``ValueError`` naming the setting: ``relative_attention=False``,
+    ``conv_kernel_size > 0``, a ``norm_rel_ebd`` other than ``"layer_norm"`` or
+    ``"none"``, a ``hidden_act`` other than the exact GELU, an
+    ``attention_head_size`` that does not multiply out to ``hidden_size``, no
+    layers. A v1 ``DebertaEncoder`` is a ``TypeError`` (convert its attention
+    layers one by one).
+    """
+    module = _transformers_encoder(module)
+    settings = _encoder_settings(module)
+    weight = module.rel_embeddings.weight
+    ours = cls(**settings, backend=backend).to(device=weight.device, dtype=weight.dtype)
+    _copy(_encoder_pairs(ours, module))
     return ours.train(module.training)
 
 
-__all__ = ["from_transformers", "encoder_from_transformers"]
+# -- whole model ---------------------------------------------------------------------
+
+
+def _embedding_settings(module: nn.Module) -> dict[str, Any]:
+    """The ``Embeddings`` arguments of a ``DebertaV2Embeddings``."""
+    words = module.word_embeddings
+    types = module.token_type_embeddings
+    return dict(
+        vocab_size=words.num_embeddings,
+        embedding_size=words.embedding_dim,
+        position_biased_input=module.position_embeddings is not None,
+        max_position_embeddings=module.position_ids.shape[-1],
+        type_vocab_size=0 if types is None else types.num_embeddings,
+        pad_token_id=words.padding_idx,
+    )
+
+
+def _embedding_pairs(ours: nn.Module, theirs: nn.Module) -> Iterator[Pair]:
+    """Every (relpos module, ``transformers`` module) of two embeddings that match."""
+    yield ours.word_embeddings, theirs.word_embeddings
+    for name in ("position_embeddings", "token_type_embeddings", "embed_proj"):
+        if getattr(ours, name) is not None:
+            yield getattr(ours, name), getattr(theirs, name)
+    yield ours.norm, theirs.LayerNorm
+
+
+def model_from_transformers(
+    cls: type[M], module: nn.Module, *, backend: str = "gather"
+) -> M:
+    """Copy a ``transformers`` ``DebertaV2Model`` (embeddings and encoder) into ``cls``.
+
+    The encoder is refused as in ``encoder_from_transformers``; the embeddings
+    must use the encoder's LayerNorm epsilon and dropout (one config gives both),
+    and the model's ``z_steps`` (the enhanced mask decoder's repeats of the last
+    layer) must be at most 1.
+    """
+    modeling = _transformers_module("v2")
+    if not isinstance(module, modeling.DebertaV2Model):
+        raise TypeError(
+            "module must be a transformers DebertaV2Model (a task model's .deberta), "
+            f"got {type(module).__name__}"
+        )
+    if getattr(module, "z_steps", 0) > 1:
+        raise ValueError(
+            f"module has z_steps={module.z_steps}: its last layer runs again on its "
+            "own output; relpos's model runs each layer once"
+        )
+    settings = _encoder_settings(module.encoder)
+    theirs = module.embeddings
+    if theirs.LayerNorm.eps != settings["layer_norm_eps"]:
+        raise ValueError(
+            f"module has layer_norm_eps={theirs.LayerNorm.eps} in its embeddings but "
+            f"{settings['layer_norm_eps']} in its encoder; relpos uses one for both"
+        )
+    if theirs.dropout.p != settings["dropout"]:
+        raise ValueError(
+            f"module has hidden_dropout_prob={theirs.dropout.p} in its embeddings but "
+            f"{settings['dropout']} in its encoder; relpos uses one for both"
+        )
+    settings.update(_embedding_settings(theirs))
+    weight = module.encoder.rel_embeddings.weight
+    ours = cls(**settings, backend=backend).to(device=weight.device, dtype=weight.dtype)
+    _copy(_embedding_pairs(ours.embeddings, theirs))
+    _copy(_encoder_pairs(ours.encoder, module.encoder))
+    return ours.train(module.training)
+
+
+# -- relpos to transformers ----------------------------------------------------------
+
+
+def _one(name: str, values: Iterable[object]) -> object:
+    """The single value a ``transformers`` setting ``name`` takes, else ValueError."""
+    found = list(dict.fromkeys(values))
+    if len(found) != 1:
+        raise ValueError(
+            f"{name} takes the values {found} in different places of this module; "
+            "a DebertaV2Config has one value for all of them"
+        )
+    return found[0]
+
+
+def _encoder_config(encoder: nn.Module, embeddings: nn.Module | None) -> dict[str, Any]:
+    """The ``DebertaV2Config`` fields of a ``DisentangledEncoder`` (and embeddings).
+
+    A setting that ``transformers`` cannot express raises a ``ValueError``
+    naming it; the backend is not part of the model and is dropped.
+    """
+    from .encoder import DisentangledEncoderLayer
+
+    layers = list(encoder.layers)
+    if not all(type(layer) is DisentangledEncoderLayer for layer in layers):
+        raise ValueError(
+            "encoder.layers must all be DisentangledEncoderLayer (DebertaV2Layer has "
+            "disentangled attention only)"
+        )
+    config = encoder.config
+    for layer in layers:
+        theirs = layer.attention.config.replace(backend=config.backend)
+        if theirs != config:
+            raise ValueError(
+                "every layer's attention must have encoder.config (a DebertaV2Config "
+                f"has one set of attention settings), got {theirs} and {config}"
+            )
+    if config.causal:
+        raise ValueError(
+            "causal=True: transformers' DeBERTa-v2 attention is bidirectional and "
+            "has no causal setting"
+        )
+    for layer in layers:
+        act = layer.activation
+        if not isinstance(act, nn.GELU) or act.approximate != "none":
+            raise ValueError(
+                f"activation={act!r}: transformers' hidden_act='gelu' is the exact "
+                "(erf) GELU"
+            )
+    norms = [m for m in encoder.modules() if isinstance(m, nn.LayerNorm)]
+    hidden_dropouts = [layer.dropout for layer in layers] + [encoder.table_dropout]
+    if embeddings is not None:
+        norms.append(embeddings.norm)
+        hidden_dropouts.append(embeddings.dropout)
+    fields = dict(
+        num_hidden_layers=len(layers),
+        hidden_size=config.hidden_size,
+        num_attention_heads=config.num_heads,
+        intermediate_size=_one(
+            "intermediate_size", (layer.intermediate_size for layer in layers)
+        ),
+        hidden_act="gelu",
+        hidden_dropout_prob=_one(
+            "dropout (hidden_dropout_prob)", (m.p for m in hidden_dropouts)
+        ),
+        attention_probs_dropout_prob=config.dropout,
+        layer_norm_eps=_one("layer_norm_eps", (m.eps for m in norms)),
+        relative_attention=True,
+        max_relative_positions=config.max_relative_positions,
+        position_buckets=config.position_buckets,
+        pos_att_type=list(config.pos_att_type),
+        share_att_key=config.share_att_key,
+        norm_rel_ebd="layer_norm" if encoder.norm_rel_ebd else "none",
+    )
+    if embeddings is not None:
+        fields.update(
+            vocab_size=embeddings.vocab_size,
+            embedding_size=embeddings.embedding_size,
+            position_biased_input=embeddings.position_biased_input,
+            max_position_embeddings=embeddings.max_position_embeddings,
+            type_vocab_size=embeddings.type_vocab_size,
+            pad_token_id=embeddings.pad_token_id,
+        )
+    return fields
+
+
+def to_transformers(module: nn.Module) -> nn.Module:
+    """A ``transformers`` DeBERTa-v2 module equal to a relpos one, weights copied.
+
+    A ``DisentangledModel`` becomes a ``DebertaV2Model``, a ``DisentangledEncoder``
+    a ``DebertaV2Encoder``; the ``DebertaV2Config`` (``.config`` of the model) is
+    built from the relpos settings. Settings that ``transformers`` cannot express
+    raise a ``ValueError`` naming the setting: ``causal=True``, LayerNorm epsilons
+    or hidden dropouts that differ between places, layers other than
+    ``DisentangledEncoderLayer`` or with other settings. The attention backend is
+    not a property of the model and is dropped. The result has the module's
+    device, dtype and train/eval mode.
+    """
+    from .encoder import DisentangledEncoder
+    from .model import DisentangledModel
+
+    modeling = _transformers_module("v2")
+    if isinstance(module, DisentangledModel):
+        encoder, embeddings = module.encoder, module.embeddings
+    elif isinstance(module, DisentangledEncoder):
+        encoder, embeddings = module, None
+    else:
+        raise TypeError(
+            "module must be a relpos DisentangledModel or DisentangledEncoder, "
+            f"got {type(module).__name__}"
+        )
+    config = modeling.DebertaV2Config(**_encoder_config(encoder, embeddings))
+    weight = encoder.table.weight
+    if embeddings is None:
+        theirs = modeling.DebertaV2Encoder(config)
+    else:
+        theirs = modeling.DebertaV2Model(config)
+    theirs = theirs.to(device=weight.device, dtype=weight.dtype)
+    if embeddings is not None:
+        _copy(_embedding_pairs(embeddings, theirs.embeddings), to_transformers=True)
+        encoder_theirs = theirs.encoder
+    else:
+        encoder_theirs = theirs
+    _copy(_encoder_pairs(encoder, encoder_theirs), to_transformers=True)
+    return theirs.train(module.training)
+
+
+__all__ = [
+    "from_transformers",
+    "encoder_from_transformers",
+    "model_from_transformers",
+    "to_transformers",
+]
