@@ -71,7 +71,9 @@ def _check_scalar(name: str, value: object) -> torch.Tensor:
     if isinstance(value, torch.Tensor) and value.is_floating_point():
         if value.dim() == 0:
             return value
-    raise TypeError(f"{name} must be a number or a 0-dim floating tensor, got {value!r}")
+    raise TypeError(
+        f"{name} must be a number or a 0-dim floating tensor, got {value!r}"
+    )
 
 
 def _fire_input(rel, query_position, c, threshold, causal):
@@ -180,7 +182,7 @@ class FireBias(nn.Module):
     def bias_at(
         self, head: torch.Tensor, rel: torch.Tensor, query_position: torch.Tensor
     ) -> torch.Tensor:
-        """The bias of head ``head`` at distance ``rel`` for a query at ``query_position``.
+        """Head ``head``'s bias at distance ``rel`` for a query at ``query_position``.
 
         Elementwise (no checks, no reading of values): FlexAttention's
         ``score_mod`` may call it on 0-dim tensors.

@@ -98,7 +98,9 @@ class PositionEntries:
 #: ``settings(config) -> constructor keyword arguments``.
 Settings = Callable[[Any], dict[str, Any]]
 #: ``entries(attention, rel) -> {kind: PositionEntries}``.
-EntriesReader = Callable[[SchemeSelfAttention, torch.Tensor], dict[str, PositionEntries]]
+EntriesReader = Callable[
+    [SchemeSelfAttention, torch.Tensor], dict[str, PositionEntries]
+]
 
 
 def plain_name(argument: str, name: object) -> str:
