@@ -6,7 +6,10 @@ Where position enters, scheme by scheme:
   Shaw et al. 2018) and ``transformer_xl`` (a sinusoid of ``i - j`` and two global
   biases, Dai et al. 2019); DeBERTa's c2p and p2c (``relpos.attention``) belong here.
 - a content-free score bias ``(h, i, j)``: ``t5`` (learned, bucketed; Raffel et
-  al. 2020) and ``alibi`` (fixed slopes; Press et al. 2022).
+  al. 2020), ``alibi`` (fixed slopes; Press et al. 2022), ``kerple`` (a kernel of
+  ``|i - j|`` with two learned scalars per head; Chi et al. 2022) and ``fire`` (a
+  small MLP of a normalised distance, which also reads the query's position;
+  Li et al. 2024).
 - a query/key transform: ``rotary`` (Su et al. 2021).
 
 Each module holds the scheme's pure functions (buckets, slopes, angles, the
@@ -22,6 +25,11 @@ and all are built as ``attention(hidden_size, num_heads, ..., causal=False)``:
 scheme's causal form (ALiBi's one-sided bias, T5's one-sided buckets; the same
 terms under the mask for Shaw, Transformer-XL and RoPE).
 
+Each scheme registers itself at the end of its own file (``registry``): its
+class, which config fields size it, its variants, its coverage reader and
+whether it is relative and content-free; ``ATTENTIONS`` is the name -> class
+view of that registry, and ``relpos.book.experiments`` reads the rest.
+
 ``score_by_distance`` gives what each scheme adds to a logit as a function of
 ``i - j``, for the landscape figure.
 
@@ -32,6 +40,8 @@ Shape legend:
 
 from __future__ import annotations
 
+# Each scheme module registers itself when imported: this order is the registry's.
+from . import shaw, transformer_xl, t5, alibi, rotary, fire, kerple  # noqa: F401
 from .alibi import AlibiBias, AlibiSelfAttention, alibi_bias, alibi_slopes
 from .attention import (
     BiasSelfAttention,
@@ -40,7 +50,25 @@ from .attention import (
     masked_softmax,
     relative_distances,
 )
+from .fire import FireBias, FireSelfAttention, fire_input
+from .kerple import (
+    KerpleBias,
+    KerpleSelfAttention,
+    kerple_log_bias,
+    kerple_power_bias,
+)
 from .landscape import score_by_distance
+from .registry import (
+    ATTENTIONS,
+    REGISTRY,
+    PositionEntries,
+    SchemeRegistration,
+    build_attention,
+    plain_name,
+    register,
+    resolve,
+    scheme_names,
+)
 from .rotary import (
     RotarySelfAttention,
     rotary_angles,
@@ -56,52 +84,38 @@ from .transformer_xl import (
     transformer_xl_terms,
 )
 
-#: Each scheme's self-attention by name; all take ``(hidden_size, num_heads, ...)``.
-#: The one registry of attention schemes: ``relpos.book.experiments`` reads it too.
-ATTENTIONS: dict[str, type[SchemeSelfAttention]] = {
-    "shaw": ShawSelfAttention,
-    "transformer_xl": TransformerXLSelfAttention,
-    "t5": T5SelfAttention,
-    "alibi": AlibiSelfAttention,
-    "rotary": RotarySelfAttention,
-}
-
-
 def register_attention(
     name: str, attention: type[SchemeSelfAttention], *, replace: bool = False
 ) -> None:
-    """Add a scheme's self-attention to ``ATTENTIONS`` as ``name``.
+    """Add a scheme's self-attention to the registry as ``name``, with no settings.
 
     ``attention`` is a subclass of ``SchemeSelfAttention`` built as
     ``attention(hidden_size, num_heads)``, and as
     ``attention(hidden_size, num_heads, causal=True)`` for a causal model. A
     taken ``name`` is a ``ValueError`` unless ``replace=True``; a name must be
     lowercase letters, digits, ``-`` and ``_`` (it is also a scheme name on the
-    experiments' command line).
+    experiments' command line). A scheme that the book's experiments should
+    size from their config, read for coverage or build in variants registers a
+    :class:`SchemeRegistration` with :func:`register` instead (its own file does,
+    as ``fire.py`` and ``kerple.py`` do).
     """
-    plain = isinstance(name, str) and name and all(
-        c.isdigit() or c in "-_" or (c.isalpha() and c.islower()) for c in name
-    )
-    if not plain:
-        raise ValueError(
-            "name must be a non-empty lowercase name (letters, digits, '-', '_'), "
-            f"got {name!r}"
-        )
-    if not (isinstance(attention, type) and issubclass(attention, SchemeSelfAttention)):
-        raise TypeError(
-            "attention must be a subclass of relpos.schemes.SchemeSelfAttention, "
-            f"got {attention!r}"
-        )
-    if name in ATTENTIONS and not replace:
-        raise ValueError(f"name {name!r} is already an attention; pass replace=True")
-    ATTENTIONS[name] = attention
+    plain_name("name", name)
+    register(SchemeRegistration(name, attention), replace=replace)
+
 
 __all__ = [
     "ATTENTIONS",
     "AlibiBias",
     "AlibiSelfAttention",
     "BiasSelfAttention",
+    "FireBias",
+    "FireSelfAttention",
+    "KerpleBias",
+    "KerpleSelfAttention",
+    "PositionEntries",
+    "REGISTRY",
     "RotarySelfAttention",
+    "SchemeRegistration",
     "SchemeScores",
     "SchemeSelfAttention",
     "ShawSelfAttention",
@@ -110,14 +124,22 @@ __all__ = [
     "TransformerXLSelfAttention",
     "alibi_bias",
     "alibi_slopes",
+    "build_attention",
+    "fire_input",
+    "kerple_log_bias",
+    "kerple_power_bias",
     "masked_softmax",
+    "plain_name",
+    "register",
     "register_attention",
     "relative_distances",
     "relative_value_sum",
+    "resolve",
     "rotary_angles",
     "rotary_frequencies",
     "rotate",
     "rotate_half",
+    "scheme_names",
     "score_by_distance",
     "shaw_index",
     "sinusoidal_encoding",

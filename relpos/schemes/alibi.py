@@ -172,3 +172,22 @@ class AlibiSelfAttention(BiasSelfAttention):
 
 
 __all__ = ["AlibiBias", "AlibiSelfAttention", "alibi_bias", "alibi_slopes"]
+
+
+# -- registration (relpos.schemes.registry) -------------------------------------------
+
+from .registry import PositionEntries, SchemeRegistration, register  # noqa: E402
+
+register(
+    SchemeRegistration(
+        "alibi",
+        AlibiSelfAttention,
+        # coverage: a fixed formula of i - j (causal) or of |i - j| (bidirectional)
+        entries=lambda attention, rel: {
+            "distance": PositionEntries(
+                (rel if attention.causal else rel.abs()).long(), False, None, none=None
+            )
+        },
+        content_free=True,
+    )
+)

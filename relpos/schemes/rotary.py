@@ -177,3 +177,19 @@ __all__ = [
     "rotate",
     "rotate_half",
 ]
+
+
+# -- registration (relpos.schemes.registry) -------------------------------------------
+
+from .registry import PositionEntries, SchemeRegistration, register  # noqa: E402
+
+register(
+    SchemeRegistration(
+        "rotary",
+        RotarySelfAttention,
+        # coverage: the angle of the signed distance, a fixed formula
+        entries=lambda attention, rel: {
+            "distance": PositionEntries(rel.long(), False, None, none=None)
+        },
+    )
+)

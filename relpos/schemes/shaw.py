@@ -173,3 +173,31 @@ class ShawSelfAttention(SchemeSelfAttention):
 
 
 __all__ = ["ShawSelfAttention", "relative_value_sum", "shaw_index"]
+
+
+# -- registration (relpos.schemes.registry) -------------------------------------------
+
+from .registry import PositionEntries, SchemeRegistration, register  # noqa: E402
+
+
+def _shaw_entries(attention: ShawSelfAttention, rel: torch.Tensor):
+    """Coverage: pairs whose distances clip to the same row share its key (value) row.
+    """
+    rows = shaw_index(rel, attention.max_relative_positions)  # (i, j)
+    found = {"shaw key row": PositionEntries(rows, True, "key_table")}
+    if attention.relative_values:
+        found["shaw value row"] = PositionEntries(rows, True, "value_table")
+    return found
+
+
+register(
+    SchemeRegistration(
+        "shaw",
+        ShawSelfAttention,
+        settings=lambda config: {
+            "max_relative_positions": config.max_relative_positions
+        },
+        entries=_shaw_entries,
+        variants={"shaw-keys": {"relative_values": False}},
+    )
+)

@@ -247,3 +247,35 @@ class T5SelfAttention(BiasSelfAttention):
 
 
 __all__ = ["T5Bias", "T5SelfAttention", "t5_bucket", "t5_exact_limit"]
+
+
+# -- registration (relpos.schemes.registry) -------------------------------------------
+
+from .registry import PositionEntries, SchemeRegistration, register  # noqa: E402
+
+
+def _t5_entries(attention: T5SelfAttention, rel: torch.Tensor):
+    """Coverage: pairs in the same bucket share its learned row."""
+    bias = attention.position_bias
+    buckets = t5_bucket(
+        rel,
+        num_buckets=bias.num_buckets,
+        max_distance=bias.max_distance,
+        bidirectional=bias.bidirectional,
+    )  # (i, j)
+    return {"bucket": PositionEntries(buckets, True, "position_bias.embedding.weight")}
+
+
+register(
+    SchemeRegistration(
+        "t5",
+        T5SelfAttention,
+        # as many buckets as deberta-buckets has rows
+        settings=lambda config: {
+            "num_buckets": 2 * config.position_buckets,
+            "max_distance": config.t5_max_distance,
+        },
+        entries=_t5_entries,
+        content_free=True,
+    )
+)

@@ -200,3 +200,19 @@ class TransformerXLSelfAttention(SchemeSelfAttention):
 
 
 __all__ = ["TransformerXLSelfAttention", "sinusoidal_encoding", "transformer_xl_terms"]
+
+
+# -- registration (relpos.schemes.registry) -------------------------------------------
+
+from .registry import PositionEntries, SchemeRegistration, register  # noqa: E402
+
+register(
+    SchemeRegistration(
+        "transformer_xl",
+        TransformerXLSelfAttention,
+        # coverage: a fixed sinusoid of the signed distance, every pair reads one
+        entries=lambda attention, rel: {
+            "distance": PositionEntries(rel.long(), False, None, none=None)
+        },
+    )
+)

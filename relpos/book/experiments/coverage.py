@@ -16,8 +16,10 @@ share of the scored query positions (and of their pairs) reads one.
 Readers. ``READERS[scheme](config, n)`` returns, per entry kind, an
 :class:`Entries`: an ``(n, n)`` long tensor whose ``[i, j]`` is the entry that pair
 reads (``-1`` for none), whether the kind is learned and which parameter holds
-its rows. The index maths is the library's own (``relpos.positions``,
-``relpos.schemes.t5.t5_bucket``, ``relpos.schemes.shaw.shaw_index``). Kinds:
+its rows. The index maths is the library's own: ``relpos.positions`` for the
+DeBERTa and absolute schemes here, and for every attention scheme of
+``relpos.schemes`` its registration's ``entries`` (in the scheme's own file,
+``t5_bucket``, ``shaw_index``, ...), read by :func:`registered_reader`. Kinds:
 
 - ``"c2p row"``, ``"p2c row"``: DeBERTa's table row ``position_index(i - j)``; the
   released code's p2c reads the same row as c2p (``relpos.attention``).
@@ -29,7 +31,9 @@ its rows. The index maths is the library's own (``relpos.positions``,
   queries of the last layer only, so a pair reads ``"query row"`` alone).
 - ``"query position"``, ``"key position"``: the same for the fixed sinusoid.
 - ``"distance"``: the fixed formulas of ``i - j`` (Transformer-XL's sinusoid,
-  RoPE's angle, causal ALiBi's bias) or of ``|i - j|`` (bidirectional ALiBi).
+  RoPE's angle, causal ALiBi's bias, FIRE's input; FIRE's also reads the
+  query's position past its threshold) or of ``|i - j|`` (bidirectional ALiBi,
+  KERPLE).
   Distances are signed, so these kinds have no "none" value (every pair reads one).
 - ``none`` reads no entry at all.
 
@@ -42,6 +46,8 @@ Shapes:
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 from typing import Callable
 
@@ -49,69 +55,42 @@ import torch
 
 from relpos.checks import check_int
 from relpos.positions import position_index, relative_positions
-from relpos.schemes.shaw import shaw_index
-from relpos.schemes.t5 import t5_bucket
+from relpos.schemes.registry import PositionEntries, build_attention, resolve
 from .config import Config
+from .schemes import Registered
 from .tasks import get_task
 
 
-@dataclass(frozen=True)
-class Entries:
-    """The entry of one kind that every (query, key) pair reads.
-
-    Attributes:
-        index: ``(n, n)`` long tensor; ``index[i, j]`` is the entry pair ``(i, j)``
-            reads, or ``none`` where the pair reads no entry of this kind.
-        learned: a table row that gets a gradient only where read (``True``), or
-            the value of a fixed formula (``False``).
-        table: for a learned kind, the end of the name of the parameter(s) that
-            hold its rows in ``TinyModel`` (``"input_positions.weight"``, or
-            ``"key_table"`` for one per layer; see :func:`table_parameters`);
-            ``None`` for a fixed kind.
-        none: the value meaning "no entry" (``-1``), or ``None`` for kinds whose
-            entries are signed distances (every pair reads one).
-
-    Shapes:
-        index: ``(n, n)``
-    """
-
-    index: torch.Tensor
-    learned: bool
-    table: str | None = None
-    none: int | None = -1
-
-    def __post_init__(self) -> None:
-        index = self.index
-        if (
-            not isinstance(index, torch.Tensor)
-            or index.dim() != 2
-            or index.shape[0] != index.shape[1]
-            or index.dtype != torch.long
-        ):
-            got = tuple(index.shape) if isinstance(index, torch.Tensor) else index
-            raise ValueError(f"index must be an (n, n) long tensor, got {got!r}")
-        if not isinstance(self.learned, bool):
-            raise TypeError(f"learned must be a bool, got {self.learned!r}")
-        if self.learned and not isinstance(self.table, str):
-            raise TypeError(f"table must name a parameter for a learned kind, got "
-                            f"{self.table!r}")
-
-    def read(self, pairs: torch.Tensor) -> torch.Tensor:
-        """Which of ``pairs`` read an entry of this kind.
-
-        Shapes:
-            pairs: ``(n, n)`` bool
-            output: ``(n, n)`` bool
-        """
-        if self.none is None:
-            return pairs
-        return pairs & (self.index != self.none)
-
+#: The entry of one kind that every pair reads: the core's ``PositionEntries``
+#: (each attention scheme's registration returns them).
+Entries = PositionEntries
 
 Reader = Callable[[Config, int], dict[str, Entries]]
 
-#: The reader of each scheme: ``reader(config, n) -> {kind: Entries}``.
-READERS: dict[str, Reader] = {}
+@functools.cache
+def registered_reader(name: str) -> Reader | None:
+    """The reader of the registered attention scheme ``name``, or ``None``.
+
+    Builds the scheme's attention for the config on the ``meta`` device (no
+    memory, no random numbers drawn) and asks its registration's ``entries``
+    which entry each pair of distances ``i - j`` reads.
+    """
+    registration, _ = resolve(name)
+    if registration.entries is None:
+        return None
+
+    def read(config: Config, n: int) -> dict[str, Entries]:
+        found, _ = resolve(name)  # the registration of now, if it was replaced
+        attention = build_attention(name, config, device="meta")
+        return found.entries(attention, _rel(n))
+
+    read.__name__ = read.__qualname__ = f"registered_reader_{name}"
+    return read
+
+
+#: The reader of each scheme: ``reader(config, n) -> {kind: Entries}``; those of the
+#: attention schemes come from their registrations (``registered_reader``).
+READERS: MutableMapping[str, Reader] = Registered({}, registered_reader)
 
 
 def register_reader(name: str, reader: Reader, *, replace: bool = False) -> None:
@@ -197,33 +176,6 @@ def _absolute_rows(n: int, table: str | None, *, keys: bool) -> dict[str, Entrie
     return found
 
 
-def _distance(index: torch.Tensor) -> dict[str, Entries]:
-    return {"distance": Entries(index, False, None, none=None)}
-
-
-def _shaw(config: Config, n: int, *, values: bool = True) -> dict[str, Entries]:
-    rows = shaw_index(_rel(n), config.max_relative_positions)  # (i, j)
-    found = {"shaw key row": Entries(rows, True, "key_table")}
-    if values:
-        found["shaw value row"] = Entries(rows, True, "value_table")
-    return found
-
-
-def _t5(config: Config, n: int) -> dict[str, Entries]:
-    buckets = t5_bucket(
-        _rel(n),
-        num_buckets=2 * config.position_buckets,
-        max_distance=config.t5_max_distance,
-        bidirectional=not config.causal,
-    )  # (i, j)
-    return {"bucket": Entries(buckets, True, "position_bias.embedding.weight")}
-
-
-def _alibi(config: Config, n: int) -> dict[str, Entries]:
-    rel = _rel(n)  # (i, j)
-    return _distance(rel if config.causal else rel.abs())
-
-
 #: ``deberta-emd``'s absolute table (added to the queries of the enhanced mask
 #: decoder): the ``weight`` of the ``LearnedPositions`` inside the encoder.
 EMD_TABLE = "encoder:LearnedPositions.weight"
@@ -236,12 +188,6 @@ for _name, _reader in {
         n, "input_positions.weight", keys=True
     ),
     "sinusoidal": lambda config, n: _absolute_rows(n, None, keys=True),
-    "shaw": _shaw,
-    "shaw-keys": lambda config, n: _shaw(config, n, values=False),
-    "transformer_xl": lambda config, n: _distance(_rel(n)),
-    "rotary": lambda config, n: _distance(_rel(n)),
-    "alibi": _alibi,
-    "t5": _t5,
     "deberta": lambda config, n: _deberta_rows(config, n, _BOTH),
     "deberta-buckets": lambda config, n: _deberta_rows(
         config, n, _BOTH, buckets=True
@@ -510,6 +456,7 @@ __all__ = [
     "read_entries",
     "read_pairs",
     "register_reader",
+    "registered_reader",
     "scored_positions",
     "table_parameters",
 ]

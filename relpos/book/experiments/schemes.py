@@ -32,12 +32,18 @@ changes::
 
     register_scheme("my-scheme", lambda config: (None, attention_encoder(config, make)))
 
-A new *attention* scheme is registered once, in the core, and is then a scheme
-here too (built as ``attention(hidden_size, num_heads)`` in the shared block,
-with ``causal=True`` added in the causal setting; sizes from the config via
-:data:`ATTENTION_SETTINGS`)::
+A new *attention* scheme is registered once, in the core, at the end of its own
+file, and is then a scheme here too, with its variants, and has a coverage
+reader (``coverage.READERS``): built as ``attention(hidden_size, num_heads,
+**settings)`` in the shared block, ``settings`` from its registration's
+``settings(config)`` and variant, with ``causal=True`` added in the causal
+setting (``relpos.schemes.registry``)::
 
-    relpos.schemes.register_attention("my-attention", MySelfAttention)
+    relpos.schemes.register(SchemeRegistration(
+        "my-attention", MySelfAttention,
+        settings=lambda config: {"span": config.max_relative_positions},
+        entries=...,  # the coverage reader, or None
+    ))
 
 The schemes registered here:
 
@@ -48,11 +54,14 @@ The schemes registered here:
   sequence longer than that reads rows that kept their random initial values.
 - ``sinusoidal``: the fixed sine/cosine features of the original Transformer,
   added to the tokens; defined at every position, trained at none.
-- ``shaw``, ``transformer_xl``, ``t5``, ``alibi``, ``rotary``: the self-attentions of
-  ``relpos.schemes`` in the same block. Shaw clips at ``max_relative_positions``
-  (``2k + 1`` rows, relative values on); T5 has ``2 * position_buckets`` buckets
-  (as many as ``deberta-buckets`` has rows) up to ``t5_max_distance``;
-  Transformer-XL, ALiBi and rotary have no size setting.
+- ``shaw``, ``transformer_xl``, ``t5``, ``alibi``, ``rotary``, ``fire``, ``kerple``
+  and every other scheme of ``relpos.schemes.ATTENTIONS``: the self-attentions of
+  ``relpos.schemes`` in the same block, sized by their registrations. Shaw
+  clips at ``max_relative_positions`` (``2k + 1`` rows, relative values on); T5
+  has ``2 * position_buckets`` buckets (as many as ``deberta-buckets`` has rows)
+  up to ``t5_max_distance``; FIRE's threshold ``L`` starts at ``train_length``;
+  Transformer-XL, ALiBi, rotary and KERPLE (log kernel; ``kerple-power`` the
+  power kernel) have no size setting.
 - ``deberta``: DeBERTa's relative table with c2p and p2c, distances clipped to
   ``[-k, k - 1]`` with ``k = max_relative_positions``; the table is projected
   with the content query/key projections (``share_att_key=True``, the default
@@ -120,7 +129,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterator, MutableMapping
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import torch
 from torch import nn
@@ -130,6 +139,7 @@ from relpos.config import AttentionConfig
 from relpos.core import SelfAttention
 from relpos.embedding import sinusoidal_table
 from relpos.schemes import ATTENTIONS
+from relpos.schemes.registry import build_attention, scheme_names
 from .config import Config
 
 PositionParts = tuple["nn.Module | None", nn.Module]
@@ -370,21 +380,6 @@ def _deberta_emd(config: Config) -> PositionParts:
     return None, encoder
 
 
-def _shaw_keys(config: Config) -> PositionParts:
-    shaw = ATTENTIONS["shaw"]
-    settings = ATTENTION_SETTINGS["shaw"](config)
-    return None, attention_encoder(
-        config,
-        lambda: shaw(
-            config.hidden_size,
-            config.num_heads,
-            relative_values=False,
-            causal=config.causal,
-            **settings,
-        ),
-    )
-
-
 def _deberta_buckets(config: Config) -> PositionParts:
     encoder = disentangled_encoder(
         config,
@@ -395,62 +390,63 @@ def _deberta_buckets(config: Config) -> PositionParts:
     return None, encoder
 
 
-#: The size settings an attention scheme of ``relpos.schemes.ATTENTIONS`` reads from
-#: the run's config; a scheme not listed here is built with its own defaults.
-ATTENTION_SETTINGS: dict[str, Callable[[Config], dict[str, Any]]] = {
-    "shaw": lambda config: {"max_relative_positions": config.max_relative_positions},
-    "t5": lambda config: {
-        "num_buckets": 2 * config.position_buckets,
-        "max_distance": config.t5_max_distance,
-    },
-}
-
-
 @functools.cache
 def attention_scheme(name: str) -> SchemeBuilder:
-    """The builder of ``relpos.schemes.ATTENTIONS[name]`` in the shared block.
+    """The builder of the registered attention scheme ``name`` in the shared block.
 
-    Blocks around the scheme's attention, no input positions; its sizes from
-    :data:`ATTENTION_SETTINGS`, and ``causal=True`` in the causal setting. One
-    builder per name (the same object each time).
+    Blocks around the scheme's attention, no input positions; its constructor
+    arguments from its registration (``relpos.schemes.registry``): the config
+    fields its ``settings`` read, its variant's changes, and ``causal=True`` in
+    the causal setting. One builder per name (the same object each time).
     """
 
     def build(config: Config) -> PositionParts:
-        attention = ATTENTIONS[name]
-        settings = ATTENTION_SETTINGS.get(name, lambda config: {})(config)
-        if config.causal:  # the core's contract: causal=True only for a decoder
-            settings["causal"] = True
-        return None, attention_encoder(
-            config, lambda: attention(config.hidden_size, config.num_heads, **settings)
-        )
+        return None, attention_encoder(config, lambda: build_attention(name, config))
 
     build.__name__ = build.__qualname__ = f"attention_scheme_{name}"
     return build
 
 
-class _Schemes(MutableMapping):
-    """``SCHEMES``: this package's builders plus one per attention of the core's
-    registry (``relpos.schemes.ATTENTIONS``), so that an attention scheme is
-    registered once, with ``relpos.schemes.register_attention``, and is a scheme
-    here too. Iteration follows registration order."""
+Value = TypeVar("Value")
 
-    def __init__(self, own: dict[str, SchemeBuilder]) -> None:
+
+class Registered(MutableMapping[str, Value]):
+    """This package's own entries plus one per scheme of the core's registry.
+
+    ``SCHEMES`` and ``coverage.READERS`` are two of these: a scheme registered in
+    the core (``relpos.schemes.registry.register``, in the scheme's own file) is
+    a scheme and has a coverage reader here too, with nothing edited in the book.
+    ``derive(name)`` makes the entry of a registered scheme (``None``: it has
+    none). Iteration follows insertion order, then the registry's.
+    """
+
+    def __init__(
+        self, own: dict[str, Value], derive: Callable[[str], "Value | None"]
+    ) -> None:
         self._own = dict(own)
         self._removed: set[str] = set()
+        self._derive = derive
 
-    def _late(self) -> list[str]:
-        """Attentions registered in the core after this mapping was filled."""
-        return [n for n in ATTENTIONS if n not in self._own and n not in self._removed]
+    def _late(self) -> dict[str, Value]:
+        """Registered schemes not (yet) among the own entries, nor removed."""
+        found = {}
+        for name in scheme_names():
+            if name not in self._own and name not in self._removed:
+                value = self._derive(name)
+                if value is not None:
+                    found[name] = value
+        return found
 
-    def __getitem__(self, name: str) -> SchemeBuilder:
+    def __getitem__(self, name: str) -> Value:
         if name in self._own:
             return self._own[name]
-        if name in self._late():
-            return attention_scheme(name)
+        late = self._late()
+        if name in late:
+            return late[name]
         raise KeyError(name)
 
-    def __setitem__(self, name: str, builder: SchemeBuilder) -> None:
-        self._own[name] = builder
+    def __setitem__(self, name: str, value: Value) -> None:
+        self._own[name] = value
         self._removed.discard(name)
 
     def __delitem__(self, name: str) -> None:
@@ -469,7 +465,7 @@ class _Schemes(MutableMapping):
         return repr(dict(self))
 
 
-SCHEMES: MutableMapping[str, SchemeBuilder] = _Schemes(
+SCHEMES: MutableMapping[str, SchemeBuilder] = Registered(
     {
         "none": _none,
         "absolute": _absolute,
@@ -483,8 +479,14 @@ SCHEMES: MutableMapping[str, SchemeBuilder] = _Schemes(
         "deberta-p2c": deberta_ablation(pos_att_type=("p2c",)),
         "deberta-no-norm": deberta_ablation(norm_rel_ebd=False),
         "deberta-separate-keys": deberta_ablation(share_att_key=False),
-        "shaw-keys": _shaw_keys,
-    }
+        # the variants of the registered schemes (shaw-keys, ...), after the rest
+        **{
+            name: attention_scheme(name)
+            for name in scheme_names()
+            if name not in ATTENTIONS
+        },
+    },
+    attention_scheme,
 )
 
 
@@ -543,12 +545,12 @@ def build_scheme(name: str, config: Config) -> PositionParts:
 
 
 __all__ = [
-    "ATTENTION_SETTINGS",
     "AttentionEncoder",
     "ContentSelfAttention",
     "DEBERTA_SETTINGS",
     "EMBEDDING_STD",
     "LearnedPositions",
+    "Registered",
     "SCHEMES",
     "SchemeBuilder",
     "SinusoidalPositions",
