@@ -296,6 +296,7 @@ class DisentangledSelfAttention(SelfAttention):
             rel_embeddings: ``(2 * span, hidden)``; attention_mask: see the class
             query_states: ``(b, n, hidden)``; output: ``(b, n, hidden)``
         """
+        self.check_hidden_states(hidden_states)
         rel_embeddings, attention_mask = self._old_call(
             args, hidden_states, rel_embeddings, attention_mask
         )
@@ -313,7 +314,13 @@ class DisentangledSelfAttention(SelfAttention):
         return out
 
     def _old_call(self, args, hidden_states, rel_embeddings, attention_mask):
-        """Read the positional arguments: ``(mask)`` now, ``(table[, mask])`` in 0.2."""
+        """Read the positional arguments: ``(mask)`` now, ``(table[, mask])`` in 0.2.
+
+        The second argument is relpos 0.2's table when a third one follows, when it
+        has the table's shape, or when it is a floating tensor that no mask's shape
+        fits (its first dimension is not the batch): the table's own checks then
+        name ``rel_embeddings``.
+        """
         if len(args) > 2:
             raise TypeError(
                 "DisentangledSelfAttention takes hidden_states and attention_mask "
@@ -324,19 +331,21 @@ class DisentangledSelfAttention(SelfAttention):
             return rel_embeddings, attention_mask
         first = args[0]
         table_shape = (2 * self.span, self.hidden_size)
-        is_table = (
-            isinstance(first, torch.Tensor)
-            and first.is_floating_point()
-            and tuple(first.shape) == table_shape
+        floating = isinstance(first, torch.Tensor) and first.is_floating_point()
+        shape = tuple(first.shape) if isinstance(first, torch.Tensor) else ()
+        mask_like = bool(shape) and shape[0] == hidden_states.shape[0]
+        is_table = len(args) == 2 or (
+            floating and (shape == table_shape or not mask_like)
         )
-        if is_table and tuple(first.shape) == tuple(hidden_states.shape[:2]):
+        ambiguous = shape == table_shape == tuple(hidden_states.shape[:2])
+        if is_table and len(args) == 1 and ambiguous:
             raise ValueError(
                 f"the second argument, of shape {table_shape}, could be the table "
                 "(relpos 0.2's call) or a mask; pass rel_embeddings= or "
                 "attention_mask= by keyword"
             )
         if not is_table:
-            if len(args) > 1 or attention_mask is not None:
+            if attention_mask is not None:
                 raise TypeError(
                     "attention_mask was given twice (positionally and by keyword)"
                 )

@@ -361,6 +361,7 @@ class DisentangledEncoderLayer(EncoderLayer):
             attention_mask: ``(b, n)``; query_states: ``(b, n, hidden)``
             output: ``(b, n, hidden)``
         """
+        _check_hidden_states(hidden_states, self.hidden_size)
         rel_embeddings, attention_mask = self.attention._old_call(
             args, hidden_states, rel_embeddings, attention_mask
         )

@@ -152,6 +152,7 @@ def _from_v2(
         share_att_key=module.share_att_key,
         dropout=module.dropout.p,
         backend=backend,
+        own_table=False,  # the table lives in transformers' encoder
     ).to(device=weight.device, dtype=weight.dtype)
     _copy(_attention_pairs(ours, module))
     return ours.train(module.training)
@@ -198,6 +199,7 @@ def _from_v1(
         share_att_key=False,
         dropout=module.dropout.p,
         backend=backend,
+        own_table=False,  # the table lives in transformers' encoder
     ).to(device=weight.device, dtype=weight.dtype)
     # in_proj's rows run head by head, each head holding its query, key and value rows.
     per_head = weight.unflatten(0, (heads, 3, head_size))  # (h, 3, d, hidden)

@@ -288,7 +288,9 @@ def test_fully_padded_batch_attends_uniformly(backend: str) -> None:
     x, table = random_inputs(3, 5, 32, 8, seed=22)
     with torch.no_grad():
         out = module(x, table, torch.zeros(3, 5, dtype=torch.long))
-        out_scores, scores = module(x, table, torch.zeros(3, 5), return_scores=True)
+        out_scores, scores = module(
+            x, table, torch.zeros(3, 5, dtype=torch.bool), return_scores=True
+        )
     # relpos.masked_softmax: a query whose keys are all padding gets uniform weights,
     # so every query's context is the mean of the values (per batch, the same for all).
     torch.testing.assert_close(scores.probs, torch.full((3, 4, 5, 5), 1 / 5))

@@ -11,8 +11,7 @@
   masking: causal ALiBi's are ``alibi_bias(causal=True)`` plus the content, causal
   T5's read the one-sided buckets ``t5_bucket(bidirectional=False)``.
 - A whole encoder built from ``AttentionConfig(causal=True)`` is future-independent.
-- A kernel registered without the ``causal`` keyword keeps serving bidirectional
-  attention; one with it is handed ``causal=True``.
+- A registered kernel is handed the causal rule inside its ``mask``.
 """
 
 from __future__ import annotations
@@ -86,16 +85,14 @@ def _inputs(b: int, n: int, dtype=F64, seed: int = 2) -> torch.Tensor:
 def _run(module: SelfAttention, x, mask=None, table=None, **kwargs):
     with torch.no_grad():
         if isinstance(module, DisentangledSelfAttention):
-            return module(x, table, mask, **kwargs)
+            return module(x, mask, rel_embeddings=table, **kwargs)
         return module(x, mask, **kwargs)
 
 
-# Every attention that can be causal: each scheme of the registry (its one,
-# explicit path, or every kernel when the scheme runs on kernels: RoPE, none),
-# and DeBERTa with and without buckets on every kernel.
+# Every attention that can be causal: each scheme of the registry on every kernel,
+# no positions, and DeBERTa with and without buckets, on every kernel.
 CASES = [
-    *[("scheme", name, "naive") for name in ATTENTIONS],
-    *[("scheme", "rotary", backend) for backend in ("gather", "flex")],
+    *[("scheme", name, backend) for name in ATTENTIONS for backend in BACKENDS],
     *[("none", "none", backend) for backend in BACKENDS],
     *[("deberta", span, backend) for span in DEBERTA_SPANS for backend in BACKENDS],
 ]
@@ -110,8 +107,7 @@ def _build(kind: str, name: str, backend: str, causal: bool = True, dtype=F64):
         module = SelfAttention(HIDDEN, HEADS, backend=backend, causal=causal)
         return module.to(dtype).eval(), None
     torch.manual_seed(0)
-    extra = {"backend": backend} if name == "rotary" else {}
-    module = ATTENTIONS[name](HIDDEN, HEADS, causal=causal, **extra)
+    module = ATTENTIONS[name](HIDDEN, HEADS, causal=causal, backend=backend)
     return module.to(dtype).eval(), None
 
 
@@ -174,29 +170,21 @@ def test_naive_gather_flex_agree_for_causal_deberta(span, n, masked, dtype):
     assert (other - outputs["naive"]).abs().max() > 1e-3
 
 
-@pytest.mark.parametrize("kind", ["rotary", "none"])
+@pytest.mark.parametrize("kind", [*ATTENTIONS, "none"])
 @pytest.mark.parametrize("n", LENGTHS)
 @pytest.mark.parametrize("masked", [False, True])
 @pytest.mark.parametrize("dtype", [F64, torch.float32])
-def test_naive_gather_flex_agree_for_the_kernel_schemes(kind, n, masked, dtype):
+def test_naive_gather_flex_agree_for_every_scheme(kind, n, masked, dtype):
     x = _inputs(3, n, dtype)
     mask = _padding(n) if masked else None
     outputs = {}
     for backend in BACKENDS:
-        module, _ = _build("scheme" if kind == "rotary" else "none", kind, backend,
+        module, _ = _build("none" if kind == "none" else "scheme", kind, backend,
                            dtype=dtype)
-        assert module.uses_kernel
         outputs[backend] = _run(module, x, mask)
     atol = 1e-12 if dtype == F64 else 1e-5
     torch.testing.assert_close(outputs["gather"], outputs["naive"], atol=atol, rtol=0)
     torch.testing.assert_close(outputs["flex"], outputs["naive"], atol=atol, rtol=0)
-
-
-def test_the_other_schemes_run_one_explicit_path():
-    # Shaw, Transformer-XL, T5 and ALiBi add logits (or values) of their own, so
-    # no kernel applies: their causal path is the one the tests above check.
-    for name in ("shaw", "transformer_xl", "t5", "alibi"):
-        assert not _scheme(name).uses_kernel
 
 
 def _causal_scores(kind, name, backend, n, masked):
@@ -363,35 +351,23 @@ def registry():
     _REGISTRY.update(saved)
 
 
-def test_a_kernel_without_the_keyword_still_serves_bidirectional_attention(registry):
-    def plain(query, key, value, terms, key_mask, scale, dropout_p):
-        return get_backend("gather").attend(
-            query, key, value, terms, key_mask, scale, dropout_p
-        )
-
+def test_a_registered_kernel_is_handed_the_causal_rule_in_its_mask(registry):
     seen = []
 
-    def aware(query, key, value, terms, key_mask, scale, dropout_p, *, causal=False):
-        seen.append(causal)
+    def recording(query, key, value, terms, mask, scale, dropout_p):
+        seen.append(None if mask is None else mask.causal)
         return get_backend("gather").attend(
-            query, key, value, terms, key_mask, scale, dropout_p, causal=causal
+            query, key, value, terms, mask, scale, dropout_p
         )
 
-    register_backend("plain", plain)
-    register_backend("aware", aware)
+    register_backend("recording", recording)
     x = _inputs(2, 6)
-    reference = _deberta("clip4", "gather", causal=False)
-    table = _table(reference)
-    plain_module = _deberta("clip4", "plain", causal=False)
-    torch.testing.assert_close(_run(plain_module, x, table=table),
-                               _run(reference, x, table=table))
-    with pytest.raises(TypeError, match="causal"):
-        _run(_deberta("clip4", "plain"), x, table=table)
-    causal = _run(_deberta("clip4", "aware"), x, table=table)
+    table = _table(_deberta("clip4", "gather"))
+    causal = _run(_deberta("clip4", "recording"), x, table=table)
     torch.testing.assert_close(causal, _run(_deberta("clip4", "gather"), x, table=table))
-    _run(_deberta("clip4", "aware", causal=False), x, table=table)
-    assert seen == [True, False]
-    assert relpos.BACKENDS[-2:] == ("plain", "aware")
+    _run(_deberta("clip4", "recording", causal=False), x, table=table)
+    assert seen == [True, None]
+    assert relpos.BACKENDS[-1] == "recording"
 
 
 @pytest.mark.slow

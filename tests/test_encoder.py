@@ -374,7 +374,7 @@ def test_attention_must_return_the_context() -> None:
         (torch.randn(5, 32), None, ValueError, "hidden_states"),
         (torch.ones(2, 5, 32, dtype=torch.long), None, TypeError, "hidden_states"),
         (torch.randn(2, 5, 32), torch.ones(2, 4), ValueError, "attention_mask"),
-        (torch.randn(2, 5, 32), torch.ones(2, 5, 5), ValueError, "attention_mask"),
+        (torch.randn(2, 5, 32), torch.ones(2, 5, 6), ValueError, "attention_mask"),
         (torch.randn(2, 5, 32), [[1] * 5] * 2, TypeError, "attention_mask"),
     ],
 )

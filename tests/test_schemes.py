@@ -66,7 +66,8 @@ class QueriesOnlyRotary(RotarySelfAttention):
     """A broken rotary that turns the queries only: absolute, not relative."""
 
     def rotate(self, query, key, query_positions, key_positions):
-        return rotate(query, rotary_angles(query_positions, self.head_size)), key
+        angles = rotary_angles(query_positions, self.head_size)  # (B, i, d/2)
+        return rotate(query, angles[:, None]), key
 
 
 def _inputs(seed: int = 0, n: int = N) -> tuple[torch.Tensor, torch.Tensor]:

@@ -209,7 +209,10 @@ def make_score_mod(
             same = query_documents[b, ii] == key_documents[b, jj]
             keep = same if keep is None else keep & same
         if keep is not None:
-            score = torch.where(keep, score, torch.finfo(score.dtype).min)
+            # Half the dtype's minimum: the kernel scales scores by log2(e) inside,
+            # and the minimum itself would overflow to -inf there (a query whose
+            # keys are all masked would then lose its log-sum-exp).
+            score = torch.where(keep, score, torch.finfo(score.dtype).min / 2)
         # Keys added by the CPU padding get -inf, below a masked real key's minimum.
         score = torch.where(j <= last_key, score, -float("inf"))
         if causal:

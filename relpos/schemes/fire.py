@@ -193,9 +193,13 @@ class FireBias(nn.Module):
         """
         x = _fire_input(rel, query_position, self.c, self.threshold, self.causal)
         weight, bias = self.first.weight[:, 0], self.first.bias  # (w,), (w,)
-        hidden = torch.relu(x[..., None] * weight + bias)  # (*, w)
-        out = (hidden * self.second.weight[head]).sum(-1)  # (*)
-        return out + self.second.bias[head]
+        out = self.second.bias[head]
+        # One hidden unit at a time: every step is elementwise, which FlexAttention's
+        # compiled score_mod needs (a (*, w) hidden vector cannot be lowered there).
+        for unit in range(weight.shape[0]):
+            hidden = torch.relu(x * weight[unit] + bias[unit])  # (*)
+            out = out + hidden * self.second.weight[head, unit]
+        return out
 
     def forward(
         self, rel: torch.Tensor, query_positions: torch.Tensor | None = None
@@ -239,6 +243,7 @@ class FireSelfAttention(BiasSelfAttention):
         hidden_size, num_heads, dropout: as for ``SchemeSelfAttention``.
         width, c, threshold: as for ``FireBias``.
         causal: the causal attention (keys ``j <= i`` only) with the causal bias.
+        backend: the kernel (``relpos.BACKENDS``); every kernel calls ``bias_at``.
 
     Shapes:
         hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
@@ -255,30 +260,16 @@ class FireSelfAttention(BiasSelfAttention):
         dropout: float = 0.0,
         *,
         causal: bool = False,
+        backend: str = "gather",
     ) -> None:
         if not isinstance(causal, bool):
             raise TypeError(f"causal must be a bool, got {causal!r}")
         heads = check_int("num_heads", num_heads, minimum=1)
         bias = FireBias(heads, width, c, threshold, causal=causal)
-        super().__init__(hidden_size, num_heads, bias, dropout, causal=causal)
+        super().__init__(
+            hidden_size, num_heads, bias, dropout, causal=causal, backend=backend
+        )
 
-    def position_logits(
-        self,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        query_positions: torch.Tensor,
-        key_positions: torch.Tensor,
-    ) -> torch.Tensor:
-        """The bias of every pair, which reads the query positions too.
-
-        Shapes:
-            query: ``(b, h, i, d)``; key: ``(b, h, j, d)``
-            query_positions: ``(i,)``; key_positions: ``(j,)``
-            output: ``(1, h, i, j)``
-        """
-        rel = _relative_distances(query_positions, key_positions)  # (i, j)
-        bias = self.position_bias(rel, query_positions)  # (h, i, j)
-        return bias.to(query.dtype)[None]  # (1, h, i, j)
 
 
 # -- registration (relpos.schemes.registry) -------------------------------------------

@@ -216,11 +216,14 @@ class KerpleSelfAttention(BiasSelfAttention):
         dropout: float = 0.0,
         *,
         causal: bool = False,
+        backend: str = "gather",
     ) -> None:
         if not isinstance(causal, bool):
             raise TypeError(f"causal must be a bool, got {causal!r}")
         bias = KerpleBias(check_int("num_heads", num_heads, minimum=1), kernel)
-        super().__init__(hidden_size, num_heads, bias, dropout, causal=causal)
+        super().__init__(
+            hidden_size, num_heads, bias, dropout, causal=causal, backend=backend
+        )
 
 
 # -- registration (relpos.schemes.registry) -------------------------------------------

@@ -90,7 +90,7 @@ def rotate(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
         angles: ``rotary_angles`` of those positions.
 
     Shapes:
-        x: ``(*, n, d)``; angles: ``(n, d/2)``
+        x: ``(*, n, d)``; angles: ``(n, d/2)`` or ``(..., n, d/2)``
         output: ``(*, n, d)``
     """
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
@@ -98,9 +98,10 @@ def rotate(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
     if not isinstance(angles, torch.Tensor) or not angles.is_floating_point():
         raise TypeError("angles must be a floating-point tensor of shape (n, d/2)")
     expected = (x.shape[-2], x.shape[-1] // 2) if x.dim() >= 2 else None
-    if expected is None or tuple(angles.shape) != expected or x.shape[-1] % 2:
+    if expected is None or tuple(angles.shape[-2:]) != expected or x.shape[-1] % 2:
         raise ValueError(
-            "angles must have shape (n, d/2) for x of shape (*, n, d) with d even, got "
+            "angles must have shape (n, d/2) (or (..., n, d/2), broadcast against x's "
+            "leading dimensions) for x of shape (*, n, d) with d even, got "
             f"angles {tuple(angles.shape)} and x {tuple(x.shape)}"
         )
     return _rotate(x, angles)
