@@ -60,7 +60,7 @@ class TextConfig:
     seed: int = 0
     train_length: int = 64
     eval_lengths: tuple[int, ...] = (64, 128, 256, 512, 1024)
-    eval_bytes: int = 32768
+    eval_bytes: int = 65536
     steps: int = 1000
     batch_size: int = 32
     learning_rate: float = 1e-3

@@ -21,7 +21,7 @@ for every run. Reported per length: the mean loss in nats, bits per byte
 predicted bytes, and the per-position loss: the mean loss at each position
 ``t`` of the window over the windows (positions ``t >= L`` are the ones never
 trained at; for the masked LM the mean over the windows where ``t`` was chosen,
-``None`` where it never was).
+``None`` where it never was), rounded to :data:`CURVE_DECIMALS` decimals.
 
 Shapes:
     stream: ``(bytes,)`` uint8; inputs, targets: ``(b, n)``
@@ -46,6 +46,8 @@ from .lm import IGNORE, language_model, objective_batch, token_losses
 
 #: Tokens per evaluation batch (windows of one length are grouped up to this).
 EVAL_TOKENS = 8192
+#: Decimals of the per-position losses kept in a record (nats; far below the noise).
+CURVE_DECIMALS = 4
 
 
 @dataclass
@@ -170,7 +172,10 @@ def evaluate_length(
         counts += (targets != IGNORE).sum(0)
     predicted = int(counts.sum())
     loss = float(sums.sum()) / max(predicted, 1)
-    curve = [float(s / c) if c else None for s, c in zip(sums, counts)]
+    curve = [
+        round(float(s / c), CURVE_DECIMALS) if c else None
+        for s, c in zip(sums, counts)
+    ]
     return {
         "loss": loss,
         "bpb": loss / math.log(2),
@@ -243,6 +248,7 @@ def _identity(config: TextConfig, trained: TrainedText) -> dict[str, Any]:
 
 
 __all__ = [
+    "CURVE_DECIMALS",
     "EVAL_TOKENS",
     "TrainedText",
     "corpus_of",
