@@ -15,7 +15,7 @@ import hashlib
 import math
 import numbers
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from relpos.checks import check_choice, check_int
 from relpos.config import AttentionConfig
@@ -41,8 +41,29 @@ def _about(
     return {"help": help, "flags": flags, "metavar": metavar, "sweep": sweep}
 
 
+S = TypeVar("S", bound="Settings")
+
+
+class Settings:
+    """What a run's frozen settings dataclass does: copy with changes, become JSON.
+
+    The base of ``Config`` and of ``relpos.book.text``'s ``TextConfig``.
+    """
+
+    def replace(self: S, **changes: object) -> S:
+        """A copy with some fields changed (checked again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, object]:
+        """The settings as a JSON-ready dict (tuples become lists)."""
+        return {
+            k: list(v) if isinstance(v, tuple) else v
+            for k, v in dataclasses.asdict(self).items()
+        }
+
+
 @dataclass(frozen=True)
-class Config:
+class Config(Settings):
     """One training run: task, scheme, data, model and optimiser settings.
 
     Attributes:
@@ -247,16 +268,6 @@ class Config:
         """The longest sequence the model will see: sizes absolute position tables."""
         return max(self.train_length, *self.test_lengths)
 
-    def replace(self, **changes: object) -> "Config":
-        """A copy with some fields changed (checked again)."""
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict[str, object]:
-        """The settings as a JSON-ready dict (tuples become lists)."""
-        return {
-            k: list(v) if isinstance(v, tuple) else v
-            for k, v in dataclasses.asdict(self).items()
-        }
 
 
 def derive_seed(*parts: object) -> int:
@@ -291,4 +302,11 @@ def model_seed(config: Config) -> int:
     return derive_seed(*parts)
 
 
-__all__ = ["SETTINGS", "Config", "data_seed", "derive_seed", "model_seed"]
+__all__ = [
+    "SETTINGS",
+    "Config",
+    "Settings",
+    "data_seed",
+    "derive_seed",
+    "model_seed",
+]

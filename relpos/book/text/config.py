@@ -14,14 +14,13 @@ sweep changes no other number.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import numbers
 from dataclasses import dataclass
 
 from relpos.checks import check_choice, check_int
 
-from ..experiments.config import Config, derive_seed
+from ..experiments.config import Config, Settings, derive_seed
 from .corpus import KINDS
 
 #: The two settings: a causal LM (next byte) or a masked LM (DeBERTa's objective).
@@ -29,7 +28,7 @@ SETTINGS = ("causal", "masked")
 
 
 @dataclass(frozen=True)
-class TextConfig:
+class TextConfig(Settings):
     """One language-model run: corpus, setting, scheme, lengths, model, optimiser.
 
     Attributes:
@@ -145,17 +144,6 @@ class TextConfig:
             bucket_max_position=self.bucket_max_position,
             t5_max_distance=self.t5_max_distance,
         )
-
-    def replace(self, **changes: object) -> "TextConfig":
-        """A copy with some fields changed (checked again)."""
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict[str, object]:
-        """The settings as a JSON-ready dict (tuples become lists)."""
-        return {
-            k: list(v) if isinstance(v, tuple) else v
-            for k, v in dataclasses.asdict(self).items()
-        }
 
 
 def model_seed(config: TextConfig) -> int:

@@ -173,20 +173,26 @@ def run_text_sweep(
         engine, workers=workers, scheduler=scheduler, threads=threads, job=text_job
     ) as executor:
 
+        def run(kind: str, configs: list[TextConfig]) -> list[dict[str, Any]]:
+            jobs = [(kind, c) for c in configs]
+            description = "runs" if kind == "measured" else kind
+            records, _ = execute(
+                jobs,
+                store,
+                executor,
+                progress=progress,
+                description=description,
+                label=_label,
+            )
+            return records
+
         def measure(jobs: list[tuple[tuple[str, str], float]]) -> list[float | None]:
             configs = [
                 base.replace(setting=s, scheme=m, seed=seed, learning_rate=rate)
                 for (s, m), rate in jobs
                 for seed in tune_seeds
             ]
-            records, _ = execute(
-                [("tuning", c) for c in configs],
-                store,
-                executor,
-                progress=progress,
-                description="tuning",
-                label=_label,
-            )
+            records = run("tuning", configs)
             tuning_runs.extend(records)
             scores = [r["valid_bpb"] for r in records]
             size = len(tune_seeds)
@@ -212,14 +218,7 @@ def run_text_sweep(
             for s, m in cells
             for seed in seeds
         ]
-        runs, _ = execute(
-            [("measured", c) for c in grid],
-            store,
-            executor,
-            progress=progress,
-            description="runs",
-            label=_label,
-        )
+        runs = run("measured", grid)
     result: dict[str, Any] = {
         "schema": TEXT_SCHEMA,
         "commands": [] if command is None else [command],

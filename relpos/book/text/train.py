@@ -38,7 +38,7 @@ import torch
 
 from ..experiments.config import derive_seed
 from ..experiments.model import TinyModel, count_parameters
-from ..experiments.train import deterministic, learning_rate_factor
+from ..experiments.train import deterministic, optimise
 from ..experiments.tuning import mean_final_loss
 from .config import TextConfig, data_seed, model_seed
 from .corpus import Corpus, stdlib_corpus
@@ -107,34 +107,20 @@ def train_text(
         )
     start = time.perf_counter()
     model = initial_model(config)
+    data = torch.Generator().manual_seed(data_seed(config))
+
+    def batch_loss(step: int) -> torch.Tensor:
+        starts = torch.randint(
+            stream.numel() - width + 1, (config.batch_size,), generator=data
+        )
+        inputs, targets = objective_batch(
+            config, stream, starts, config.train_length, data
+        )
+        per_token = token_losses(model, inputs, targets)  # (b, n)
+        return per_token.sum() / (targets != IGNORE).sum().clamp(min=1)
+
     with deterministic(model_seed(config)):
-        optimizer = torch.optim.AdamW(
-            model.parameters(),
-            lr=config.learning_rate,
-            weight_decay=config.weight_decay,
-        )
-        schedule = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda step: learning_rate_factor(step, config.steps)
-        )
-        data = torch.Generator().manual_seed(data_seed(config))
-        losses = []
-        model.train()
-        for step in range(config.steps):
-            starts = torch.randint(
-                stream.numel() - width + 1, (config.batch_size,), generator=data
-            )
-            inputs, targets = objective_batch(
-                config, stream, starts, config.train_length, data
-            )
-            per_token = token_losses(model, inputs, targets)  # (b, n)
-            loss = per_token.sum() / (targets != IGNORE).sum().clamp(min=1)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            schedule.step()
-            losses.append(loss.item())
-            if on_step is not None:
-                on_step(step, losses[-1])
+        losses = optimise(model, config, batch_loss, on_step=on_step)
     model.eval()
     return TrainedText(model, config, losses, time.perf_counter() - start)
 
