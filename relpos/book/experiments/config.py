@@ -44,6 +44,24 @@ def _about(
 S = TypeVar("S", bound="Settings")
 
 
+def check_lengths(name: str, lengths: object, *, minimum: int) -> tuple[int, ...]:
+    """A non-empty tuple of ints ``>= minimum`` (TypeError/ValueError naming it)."""
+    if not isinstance(lengths, tuple) or not lengths:
+        raise TypeError(f"{name} must be a non-empty tuple of ints, got {lengths!r}")
+    for length in lengths:
+        check_int(f"{name} entries", length, minimum=minimum)
+    return lengths
+
+
+def check_nonnegative(name: str, value: object) -> float:
+    """A finite real ``>= 0`` (a rate, a decay), as a float."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a float >= 0, got {value!r}")
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"{name} must be a finite float >= 0, got {value!r}")
+    return float(value)
+
+
 class Settings:
     """What a run's frozen settings dataclass does: copy with changes, become JSON.
 
@@ -220,19 +238,9 @@ class Config(Settings):
             "t5_max_distance",
         ):
             check_int(name, getattr(self, name), minimum=2)
-        lengths = self.test_lengths
-        if not isinstance(lengths, tuple) or not lengths:
-            raise TypeError(
-                f"test_lengths must be a non-empty tuple of ints, got {lengths!r}"
-            )
-        for length in lengths:
-            check_int("test_lengths entries", length, minimum=1)
+        check_lengths("test_lengths", self.test_lengths, minimum=1)
         for name in ("learning_rate", "weight_decay"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                raise TypeError(f"{name} must be a float >= 0, got {value!r}")
-            if not (math.isfinite(value) and value >= 0):
-                raise ValueError(f"{name} must be a finite float >= 0, got {value!r}")
+            check_nonnegative(name, getattr(self, name))
         # The attention's own checks (hidden_size divisible by num_heads, the
         # clipping span), for the attentions of deberta and deberta-buckets.
         self.attention(max_relative_positions=self.max_relative_positions)
@@ -306,6 +314,8 @@ __all__ = [
     "SETTINGS",
     "Config",
     "Settings",
+    "check_lengths",
+    "check_nonnegative",
     "data_seed",
     "derive_seed",
     "model_seed",

@@ -14,13 +14,18 @@ sweep changes no other number.
 
 from __future__ import annotations
 
-import math
 import numbers
 from dataclasses import dataclass
 
 from relpos.checks import check_choice, check_int
 
-from ..experiments.config import Config, Settings, derive_seed
+from ..experiments.config import (
+    Config,
+    Settings,
+    check_lengths,
+    check_nonnegative,
+    derive_seed,
+)
 from .corpus import KINDS
 
 #: The two settings: a causal LM (next byte) or a masked LM (DeBERTa's objective).
@@ -87,24 +92,14 @@ class TextConfig(Settings):
         for name in ("train_length", "steps", "batch_size", "eval_bytes"):
             check_int(name, getattr(self, name), minimum=1)
         check_int("intermediate_size", self.intermediate_size, minimum=0)
-        lengths = self.eval_lengths
-        if not isinstance(lengths, tuple) or not lengths:
-            raise TypeError(
-                f"eval_lengths must be a non-empty tuple of ints, got {lengths!r}"
-            )
-        for length in lengths:
-            check_int("eval_lengths entries", length, minimum=2)
+        lengths = check_lengths("eval_lengths", self.eval_lengths, minimum=2)
         if self.eval_bytes < max(lengths) + 1:
             raise ValueError(
                 f"eval_bytes must hold one window of the longest eval length plus "
                 f"one byte (>= {max(lengths) + 1}), got {self.eval_bytes}"
             )
         for name in ("learning_rate", "weight_decay"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                raise TypeError(f"{name} must be a float >= 0, got {value!r}")
-            if not (math.isfinite(value) and value >= 0):
-                raise ValueError(f"{name} must be a finite float >= 0, got {value!r}")
+            check_nonnegative(name, getattr(self, name))
         rate = self.mask_rate
         if isinstance(rate, bool) or not isinstance(rate, numbers.Real):
             raise TypeError(f"mask_rate must be a float in (0, 1), got {rate!r}")
