@@ -12,6 +12,9 @@ Nothing in the core (``relpos`` without ``.book``) imports this package, and
 - ``relpos.book.results``: the committed benchmark and sweep JSON (package data);
 - ``relpos.book.experiments``: tiny models trained on synthetic tasks
   (``python -m relpos.book.experiments``);
+- ``relpos.book.text``: byte-level language models, causal and masked, on the
+  Python standard library's docstrings or source, trained at one context and
+  evaluated at longer ones (``python -m relpos.book.text``);
 - ``relpos.book.bench``: the speed and memory benchmark
   (``python -m relpos.book.bench``).
 """

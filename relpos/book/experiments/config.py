@@ -15,7 +15,7 @@ import hashlib
 import math
 import numbers
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from relpos.checks import check_choice, check_int
 from relpos.config import AttentionConfig
@@ -41,8 +41,47 @@ def _about(
     return {"help": help, "flags": flags, "metavar": metavar, "sweep": sweep}
 
 
+S = TypeVar("S", bound="Settings")
+
+
+def check_lengths(name: str, lengths: object, *, minimum: int) -> tuple[int, ...]:
+    """A non-empty tuple of ints ``>= minimum`` (TypeError/ValueError naming it)."""
+    if not isinstance(lengths, tuple) or not lengths:
+        raise TypeError(f"{name} must be a non-empty tuple of ints, got {lengths!r}")
+    for length in lengths:
+        check_int(f"{name} entries", length, minimum=minimum)
+    return lengths
+
+
+def check_nonnegative(name: str, value: object) -> float:
+    """A finite real ``>= 0`` (a rate, a decay), as a float."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a float >= 0, got {value!r}")
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"{name} must be a finite float >= 0, got {value!r}")
+    return float(value)
+
+
+class Settings:
+    """What a run's frozen settings dataclass does: copy with changes, become JSON.
+
+    The base of ``Config`` and of ``relpos.book.text``'s ``TextConfig``.
+    """
+
+    def replace(self: S, **changes: object) -> S:
+        """A copy with some fields changed (checked again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, object]:
+        """The settings as a JSON-ready dict (tuples become lists)."""
+        return {
+            k: list(v) if isinstance(v, tuple) else v
+            for k, v in dataclasses.asdict(self).items()
+        }
+
+
 @dataclass(frozen=True)
-class Config:
+class Config(Settings):
     """One training run: task, scheme, data, model and optimiser settings.
 
     Attributes:
@@ -199,19 +238,9 @@ class Config:
             "t5_max_distance",
         ):
             check_int(name, getattr(self, name), minimum=2)
-        lengths = self.test_lengths
-        if not isinstance(lengths, tuple) or not lengths:
-            raise TypeError(
-                f"test_lengths must be a non-empty tuple of ints, got {lengths!r}"
-            )
-        for length in lengths:
-            check_int("test_lengths entries", length, minimum=1)
+        check_lengths("test_lengths", self.test_lengths, minimum=1)
         for name in ("learning_rate", "weight_decay"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                raise TypeError(f"{name} must be a float >= 0, got {value!r}")
-            if not (math.isfinite(value) and value >= 0):
-                raise ValueError(f"{name} must be a finite float >= 0, got {value!r}")
+            check_nonnegative(name, getattr(self, name))
         # The attention's own checks (hidden_size divisible by num_heads, the
         # clipping span), for the attentions of deberta and deberta-buckets.
         self.attention(max_relative_positions=self.max_relative_positions)
@@ -247,16 +276,6 @@ class Config:
         """The longest sequence the model will see: sizes absolute position tables."""
         return max(self.train_length, *self.test_lengths)
 
-    def replace(self, **changes: object) -> "Config":
-        """A copy with some fields changed (checked again)."""
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict[str, object]:
-        """The settings as a JSON-ready dict (tuples become lists)."""
-        return {
-            k: list(v) if isinstance(v, tuple) else v
-            for k, v in dataclasses.asdict(self).items()
-        }
 
 
 def derive_seed(*parts: object) -> int:
@@ -291,4 +310,13 @@ def model_seed(config: Config) -> int:
     return derive_seed(*parts)
 
 
-__all__ = ["SETTINGS", "Config", "data_seed", "derive_seed", "model_seed"]
+__all__ = [
+    "SETTINGS",
+    "Config",
+    "Settings",
+    "check_lengths",
+    "check_nonnegative",
+    "data_seed",
+    "derive_seed",
+    "model_seed",
+]

@@ -26,7 +26,7 @@ import logging
 import multiprocessing
 import os
 import sys
-from typing import Any, Iterable, Iterator, Protocol
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
 import torch
 from tqdm import tqdm
@@ -42,6 +42,8 @@ from .tuning import mean_final_loss, tune_one
 ENGINES = ("local", "dask")
 
 Job = tuple[str, Config]  # (kind, config): kind is "measured" or "tuning"
+#: What an executor calls per job: ``job(kind, config, threads) -> record``.
+JobFunction = Callable[[str, Any, int], dict[str, Any]]
 
 
 def run_one(config: Config, *, on_step: Any = None) -> dict[str, Any]:
@@ -90,14 +92,14 @@ class Engine(Protocol):
 class InProcess:
     """Every job in this process, one after the other (``workers=1``)."""
 
-    def __init__(self, threads: int) -> None:
-        self.threads = threads
+    def __init__(self, threads: int, job: JobFunction = run_job) -> None:
+        self.threads, self.job = threads, job
 
     def run(self, jobs: list[Job]) -> Iterator[tuple[int, dict[str, Any]]]:
         before = torch.get_num_threads()
         try:
             for index, (kind, config) in enumerate(jobs):
-                yield index, run_job(kind, config, self.threads)
+                yield index, self.job(kind, config, self.threads)
         finally:
             torch.set_num_threads(before)
 
@@ -105,12 +107,17 @@ class InProcess:
 class LocalProcesses:
     """Jobs over a ``ProcessPoolExecutor`` of ``workers`` spawned processes."""
 
-    def __init__(self, pool: concurrent.futures.Executor, threads: int) -> None:
-        self.pool, self.threads = pool, threads
+    def __init__(
+        self,
+        pool: concurrent.futures.Executor,
+        threads: int,
+        job: JobFunction = run_job,
+    ) -> None:
+        self.pool, self.threads, self.job = pool, threads, job
 
     def run(self, jobs: list[Job]) -> Iterator[tuple[int, dict[str, Any]]]:
         futures = {
-            self.pool.submit(run_job, kind, config, self.threads): index
+            self.pool.submit(self.job, kind, config, self.threads): index
             for index, (kind, config) in enumerate(jobs)
         }
         try:
@@ -124,14 +131,14 @@ class LocalProcesses:
 class DaskCluster:
     """Jobs over a ``dask.distributed.Client``; ``as_completed`` hands them back."""
 
-    def __init__(self, client: Any, threads: int) -> None:
-        self.client, self.threads = client, threads
+    def __init__(self, client: Any, threads: int, job: JobFunction = run_job) -> None:
+        self.client, self.threads, self.job = client, threads, job
 
     def run(self, jobs: list[Job]) -> Iterator[tuple[int, dict[str, Any]]]:
         from distributed import as_completed
 
         futures = [
-            self.client.submit(run_job, kind, config, self.threads, pure=False)
+            self.client.submit(self.job, kind, config, self.threads, pure=False)
             for kind, config in jobs
         ]
         index = {future.key: i for i, future in enumerate(futures)}
@@ -149,12 +156,15 @@ def open_engine(
     workers: int | None = None,
     scheduler: str | None = None,
     threads: int = 1,
+    job: JobFunction = run_job,
 ) -> Iterator[Engine]:
     """The executor of a sweep, open for the ``with`` block.
 
     ``workers``: local processes (default ``os.cpu_count()``), or the size of
     a Dask ``LocalCluster``; ``scheduler``: a Dask scheduler address
-    (``"tcp://host:8786"``) or ``"local"``; ``threads``: torch threads per run.
+    (``"tcp://host:8786"``) or ``"local"``; ``threads``: torch threads per run;
+    ``job``: what runs a job (default :func:`run_job`; ``relpos.book.text``
+    passes its own), a module-level function so that processes can pickle it.
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
@@ -167,13 +177,13 @@ def open_engine(
         if scheduler is not None:
             raise ValueError("scheduler is for engine='dask' only, got engine='local'")
         if workers == 1:
-            yield InProcess(threads)
+            yield InProcess(threads, job)
             return
         context = multiprocessing.get_context("spawn")
         pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context)
         with pool:
             try:
-                yield LocalProcesses(pool, threads)
+                yield LocalProcesses(pool, threads, job)
             finally:
                 pool.shutdown(wait=True, cancel_futures=True)
         return
@@ -199,7 +209,7 @@ def open_engine(
             client = stack.enter_context(Client(cluster))
         else:
             client = stack.enter_context(Client(scheduler))
-        yield DaskCluster(client, threads)
+        yield DaskCluster(client, threads, job)
 
 
 def _label(kind: str, config: Config) -> str:
@@ -216,13 +226,16 @@ def execute(
     *,
     progress: bool = True,
     description: str = "runs",
+    label: Callable[[str, Any], str] | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
     """Every job's record, in the order of ``jobs``; the missing ones run on ``engine``.
 
     Records already in ``store`` are read, not run; each new record is written
     to ``store`` as soon as it comes back. Returns the records and how many
-    jobs ran.
+    jobs ran. ``label(kind, config)`` names a finished job on the progress bar
+    (default: setting, task, scheme and seed of an experiments ``Config``).
     """
+    label = _label if label is None else label
     jobs = list(jobs)
     records: list[dict[str, Any] | None] = [store.get(k, c) for k, c in jobs]
     missing = [i for i, record in enumerate(records) if record is None]
@@ -239,7 +252,7 @@ def execute(
             index = missing[position]
             kind, config = jobs[index]
             records[index] = store.put(kind, config, record)
-            bar.set_postfix_str(_label(kind, config))
+            bar.set_postfix_str(label(kind, config))
             bar.update(1)
     return [r for r in records if r is not None], len(missing)
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from relpos.checks import check_int
+
 from .config import Config
 from .schemes import EMBEDDING_STD, build_scheme
 from .tasks import get_task
@@ -30,6 +32,8 @@ class TinyModel(nn.Module):
     Args:
         config: the run's settings; ``config.scheme`` picks the position scheme,
             ``config.task`` the vocabulary and the number of classes.
+        vocab_size, num_classes: given both, they replace the task's (the
+            language models of ``relpos.book.text``, whose task is the corpus).
 
     Attributes:
         token_embedding: ``nn.Embedding(vocab_size, hidden)``.
@@ -43,15 +47,30 @@ class TinyModel(nn.Module):
             -> logits ``(b, n, classes)``
     """
 
-    def __init__(self, config: Config) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        vocab_size: int | None = None,
+        num_classes: int | None = None,
+    ) -> None:
         super().__init__()
-        task = get_task(config.task)
+        if (vocab_size is None) != (num_classes is None):
+            raise ValueError(
+                "vocab_size and num_classes must be given together or not at all, "
+                f"got vocab_size={vocab_size!r} and num_classes={num_classes!r}"
+            )
+        if vocab_size is None:
+            task = get_task(config.task)
+            vocab_size, num_classes = task.vocab_size, task.num_classes
+        vocab_size = check_int("vocab_size", vocab_size, minimum=1)
+        num_classes = check_int("num_classes", num_classes, minimum=1)
         self.config = config
-        self.token_embedding = nn.Embedding(task.vocab_size, config.hidden_size)
+        self.token_embedding = nn.Embedding(vocab_size, config.hidden_size)
         nn.init.normal_(self.token_embedding.weight, std=EMBEDDING_STD)
         self.input_positions, self.encoder = build_scheme(config.scheme, config)
         self.embedding_norm = nn.LayerNorm(config.hidden_size, eps=1e-7)
-        self.classifier = nn.Linear(config.hidden_size, task.num_classes)
+        self.classifier = nn.Linear(config.hidden_size, num_classes)
 
     def forward(
         self, tokens: torch.Tensor, attention_mask: torch.Tensor | None = None

@@ -17,7 +17,7 @@ import contextlib
 import random
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import torch
@@ -67,6 +67,40 @@ def learning_rate_factor(step: int, steps: int) -> float:
     return max(0.0, (steps - step) / max(1, steps - warmup))
 
 
+def optimise(
+    model: torch.nn.Module,
+    config: Any,
+    batch_loss: Callable[[int], torch.Tensor],
+    *,
+    on_step: Callable[[int, float], None] | None = None,
+) -> list[float]:
+    """``config.steps`` AdamW steps on ``batch_loss(step)``; the loss of every step.
+
+    ``config`` gives ``steps``, ``learning_rate`` and ``weight_decay`` (an
+    experiments ``Config`` or a text ``TextConfig``); the rate is warmed up and
+    decayed by :func:`learning_rate_factor`. The model is in training mode
+    during the steps; ``on_step(step, loss)`` is called after each.
+    """
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay
+    )
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: learning_rate_factor(step, config.steps)
+    )
+    losses = []
+    model.train()
+    for step in range(config.steps):
+        loss = batch_loss(step)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        losses.append(loss.item())
+        if on_step is not None:
+            on_step(step, losses[-1])
+    return losses
+
+
 def initial_model(config: Config) -> TinyModel:
     """The model of ``config`` before training: built under its model seed.
 
@@ -93,33 +127,24 @@ def train(
     seed = model_seed(config)
     start = time.perf_counter()
     model = initial_model(config)
+    order = torch.Generator().manual_seed(seed)
+
+    def batch_loss(step: int) -> torch.Tensor:
+        rows = torch.randint(config.train_size, (config.batch_size,), generator=order)
+        logits = model(tokens[rows])  # (b, n, classes)
+        return F.cross_entropy(logits.flatten(0, 1), labels[rows].flatten())
+
     with deterministic(seed):
-        optimizer = torch.optim.AdamW(
-            model.parameters(),
-            lr=config.learning_rate,
-            weight_decay=config.weight_decay,
-        )
-        schedule = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda step: learning_rate_factor(step, config.steps)
-        )
-        order = torch.Generator().manual_seed(seed)
-        losses = []
-        model.train()
-        for step in range(config.steps):
-            rows = torch.randint(
-                config.train_size, (config.batch_size,), generator=order
-            )
-            logits = model(tokens[rows])  # (b, n, classes)
-            loss = F.cross_entropy(logits.flatten(0, 1), labels[rows].flatten())
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            schedule.step()
-            losses.append(loss.item())
-            if on_step is not None:
-                on_step(step, losses[-1])
+        losses = optimise(model, config, batch_loss, on_step=on_step)
     model.eval()
     return Trained(model, config, losses, time.perf_counter() - start)
 
 
-__all__ = ["Trained", "deterministic", "initial_model", "learning_rate_factor", "train"]
+__all__ = [
+    "Trained",
+    "deterministic",
+    "initial_model",
+    "learning_rate_factor",
+    "optimise",
+    "train",
+]

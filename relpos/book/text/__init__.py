@@ -1,0 +1,70 @@
+"""Language models on a real corpus, trained at one context and read beyond it.
+
+The corpus is the running interpreter's standard library (no download, nothing
+committed; the PSF License Agreement covers its text): its docstrings, English
+technical prose, or its source code (``corpus``). Every position scheme of
+``relpos.book.experiments`` becomes a byte-level language model, causal (next
+byte) or masked (DeBERTa's objective), with the experiments' ``TinyModel``
+(``lm``); it trains at a context ``L`` and is evaluated at ``L``, ``2L``, ...
+on non-overlapping windows of the test split, with bits per byte and the loss
+at every position of the window (``train``). Each scheme's learning rate is
+tuned on validation text at ``L`` over a grid extended until it brackets the
+best rate (``tuning``); ``sweep`` runs every (setting, scheme, seed) through the
+experiments' executors and runs folder, and ``cli`` is ``python -m
+relpos.book.text``.
+
+    from relpos.book.text import TextConfig, train_text, evaluate_text, stdlib_corpus
+    config = TextConfig(scheme="alibi", steps=200, eval_lengths=(64, 256))
+    corpus = stdlib_corpus(config.corpus)
+    trained = train_text(config, corpus.stream("train"))
+    evaluate_text(trained.model, config, corpus.stream("test"))["256"]["bpb"]
+
+Shape legend:
+    stream: ``(bytes,)`` uint8; inputs, targets: ``(b, n)``
+"""
+
+from .config import SETTINGS, TextConfig, data_seed, model_seed
+from .corpus import (
+    KINDS,
+    SPLITS,
+    Corpus,
+    build_corpus,
+    decode,
+    encode,
+    split_of,
+    stdlib_corpus,
+    stdlib_modules,
+)
+from .lm import MASK, language_model, mask_bytes, token_losses
+from .sweep import merge_results, run_text_sweep, summarize_text
+from .train import evaluate_length, evaluate_text, run_text, train_text, tune_text
+from .tuning import tune_rates
+
+__all__ = [
+    "KINDS",
+    "MASK",
+    "SETTINGS",
+    "SPLITS",
+    "Corpus",
+    "TextConfig",
+    "build_corpus",
+    "data_seed",
+    "decode",
+    "encode",
+    "evaluate_length",
+    "evaluate_text",
+    "language_model",
+    "mask_bytes",
+    "merge_results",
+    "model_seed",
+    "run_text",
+    "run_text_sweep",
+    "split_of",
+    "stdlib_corpus",
+    "stdlib_modules",
+    "summarize_text",
+    "token_losses",
+    "train_text",
+    "tune_rates",
+    "tune_text",
+]

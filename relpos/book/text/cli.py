@@ -1,0 +1,300 @@
+"""The command line of ``python -m relpos.book.text``: a text sweep, flags in, JSON out.
+
+Example (the causal models of two schemes, three seeds, trained at 64 and
+evaluated up to 1024)::
+
+    python -m relpos.book.text --setting causal --schemes alibi,deberta \\
+        --seeds 0,1,2 --train-length 64 --eval-lengths 64,128,256,512,1024 \\
+        --steps 1000 --output relpos/book/results/text_causal.json \\
+        --runs-dir .sweep-runs --workers 2
+
+Every field of :class:`~relpos.book.text.config.TextConfig` is a flag (its
+checks are the command's: a bad value stops it with one line naming the flag,
+before any training); the swept ones take comma-separated lists. Every
+finished run is written to ``--runs-dir`` at once, so the same command run
+again trains only what is missing. When ``--output`` exists, the sweep's runs
+are added to it, and the command refuses (before training) a file of another
+corpus (its SHA-256: another Python) or of another config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from .. import _cli
+from ..experiments.cli import engine_from_args, runs_dir_from_args
+from ..experiments.engine import ENGINES
+from ..experiments.schemes import SCHEMES
+from .config import SETTINGS, TextConfig
+from .corpus import KINDS
+
+#: The fields of TextConfig with a flag of their own (the others: the sweep's).
+HELP = {
+    "corpus": "the corpus: docstrings (English prose) or source (code) of the stdlib",
+    "train_length": "context L of every training window",
+    "eval_lengths": "comma-separated evaluation window lengths (non-overlapping)",
+    "eval_bytes": "bytes of the test split read at every length (at most the split)",
+    "steps": "optimiser steps per run",
+    "batch_size": "windows per step",
+    "weight_decay": "AdamW decoupled weight decay",
+    "mask_rate": "share of positions the masked LM predicts (80/10/10 as BERT)",
+    "hidden_size": "model width",
+    "num_heads": "attention heads; must divide --hidden-size",
+    "num_layers": "encoder layers",
+    "intermediate_size": "feed-forward width (0: twice --hidden-size)",
+    "max_relative_positions": "clipping span k of 'deberta' and 'shaw'",
+    "position_buckets": "log buckets per side of 'deberta-buckets' (t5: twice)",
+    "bucket_max_position": "distance of the last log bucket of 'deberta-buckets'",
+    "t5_max_distance": "distance from which 't5' puts every pair in its last bucket",
+}
+DEFAULT_SEEDS = (0, 1, 2)
+DEFAULT_LEARNING_RATES = (1e-3, 3.16e-3, 1e-2)
+DEFAULT_TUNE_SEEDS = (100,)
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _converter(default: object) -> Any:
+    if isinstance(default, tuple):
+        return _cli.integers(2)
+    if isinstance(default, int):
+        return _cli.integer()
+    if isinstance(default, float):
+        return _cli.number()
+    return str
+
+
+def _rates(text: str) -> list[float]:
+    values = [_cli.number(0.0, above=True)(part.strip()) for part in text.split(",")]
+    if len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"expected distinct rates, got {text!r}")
+    return values
+
+
+def build_parser() -> _cli.OneLineParser:
+    """The parser: one flag per ``TextConfig`` field, and the sweep's flags."""
+    base = TextConfig()
+    parser = _cli.OneLineParser(
+        prog="python -m relpos.book.text",
+        description=(
+            "Train byte-level language models (causal or masked) with every "
+            "position scheme on the Python standard library's docstrings or "
+            "source, at one context, and measure bits per byte and the "
+            "per-position loss at longer contexts."
+        ),
+    )
+    add = parser.add_argument
+    add(
+        "--setting",
+        "--settings",
+        dest="setting",
+        type=_cli.names("settings", SETTINGS),
+        default=["causal"],
+        metavar="NAMES",
+        help="comma-separated: causal, masked",
+    )
+    add(
+        "--schemes",
+        dest="scheme",
+        type=_cli.names("schemes", lambda: SCHEMES),
+        default=list(SCHEMES),
+        metavar="NAMES",
+        help="comma-separated position schemes, or 'all' registered",
+    )
+    add(
+        "--seeds",
+        dest="seed",
+        type=_cli.integers(0),
+        default=list(DEFAULT_SEEDS),
+        metavar="S,S,...",
+        help="comma-separated seeds of the measured runs",
+    )
+    add(
+        "--learning-rates",
+        dest="learning_rate",
+        type=_rates,
+        default=list(DEFAULT_LEARNING_RATES),
+        metavar="LR,LR,...",
+        help="the log-spaced grid each (setting, scheme) is tuned on (validation "
+        "text at L), extended past an edge holding the best rate; one rate: no "
+        "tuning",
+    )
+    for field in dataclasses.fields(TextConfig):
+        if field.name in HELP:
+            default = getattr(base, field.name)
+            add(
+                _flag(field.name),
+                dest=field.name,
+                type=_converter(default),
+                choices=KINDS if field.name == "corpus" else None,
+                default=list(default) if isinstance(default, tuple) else default,
+                help=HELP[field.name],
+            )
+    add(
+        "--tune-seeds",
+        type=_cli.integers(0),
+        default=list(DEFAULT_TUNE_SEEDS),
+        metavar="S,S,...",
+        help="seeds of the tuning runs (disjoint from --seeds)",
+    )
+    add(
+        "--max-rates",
+        type=_cli.integer(2),
+        default=8,
+        metavar="N",
+        help="most rates a tuned grid grows to",
+    )
+    add(
+        "--output",
+        default="text.json",
+        metavar="PATH",
+        help="the JSON results; when it exists, this sweep's runs are added to it",
+    )
+    add(
+        "--runs-dir",
+        default=None,
+        metavar="DIR",
+        help="folder of the finished runs' records (default: --output with the "
+        "suffix .runs)",
+    )
+    add(
+        "--workers",
+        type=_cli.integer(1),
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="runs at the same time (local processes)",
+    )
+    add(
+        "--engine",
+        choices=ENGINES,
+        default="local",
+        help="local processes, or a Dask cluster (with --scheduler)",
+    )
+    add(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="with --engine dask: the scheduler's address, or 'local'",
+    )
+    add(
+        "--threads",
+        type=_cli.integer(1),
+        default=1,
+        metavar="N",
+        help="torch threads of each run",
+    )
+    add("--quiet", action="store_true", help="no progress bar on stderr")
+    return parser
+
+
+def config_from_args(
+    parser: _cli.OneLineParser, args: argparse.Namespace
+) -> TextConfig:
+    """The base ``TextConfig``; every run's config checked (a bad value: one line)."""
+    values = {name: getattr(args, name) for name in HELP}
+    values["eval_lengths"] = tuple(values["eval_lengths"])
+    flags = {name: _flag(name) for name in HELP}
+    flags.update(
+        setting="--setting",
+        scheme="--schemes",
+        seed="--seeds",
+        learning_rate="--learning-rates",
+    )
+
+    def build() -> TextConfig:
+        base = TextConfig(**values, learning_rate=args.learning_rate[0])
+        for rate in args.learning_rate:
+            base.replace(learning_rate=rate)
+        for setting in args.setting:
+            for scheme in args.scheme:
+                base.replace(setting=setting, scheme=scheme)
+        return base
+
+    base = _cli.config_or_exit(parser, build, flags)
+    if len(args.learning_rate) > 1:
+        shared = sorted(set(args.tune_seeds) & set(args.seed))
+        if shared:
+            parser.fail(
+                "--tune-seeds", f"must be disjoint from --seeds, both hold {shared}"
+            )
+        if args.max_rates < len(args.learning_rate):
+            parser.fail("--max-rates", "must be >= the number of --learning-rates")
+    return base
+
+
+def existing_output(
+    parser: _cli.OneLineParser, path: str, base: TextConfig
+) -> dict[str, Any] | None:
+    """The results already at ``path`` (None if none), refused if another corpus.
+
+    Compared before any training: the corpus's SHA-256 and the config.
+    """
+    if not Path(path).exists():
+        return None
+    from .corpus import stdlib_corpus
+    from .sweep import SWEPT, check_same_corpus
+
+    try:
+        old = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        parser.fail("--output", f"{path!r} exists and is not a results file ({error})")
+    corpus = stdlib_corpus(base.corpus)
+    base = base.replace(corpus_sha256=corpus.sha256)
+    planned = {
+        "corpus": corpus.about(),
+        "config": {k: v for k, v in base.to_dict().items() if k not in SWEPT},
+    }
+    try:
+        check_same_corpus(old, planned)
+    except ValueError as error:
+        parser.fail("--output", f"{path!r}: {error}")
+    return old
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Parse ``argv``, run the sweep, write (or add to) the JSON, return it."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    base = config_from_args(parser, args)
+    engine_from_args(parser, args)
+    _cli.output_flag(parser, "--output", args.output, make_parents=False)
+    runs_dir = runs_dir_from_args(parser, args)
+    old = existing_output(parser, args.output, base)
+
+    from .sweep import format_text_table, merge_results, run_text_sweep
+
+    result = run_text_sweep(
+        base,
+        settings=args.setting,
+        schemes=args.scheme,
+        seeds=args.seed,
+        learning_rates=args.learning_rate,
+        tune_seeds=args.tune_seeds,
+        max_rates=args.max_rates,
+        engine=args.engine,
+        workers=args.workers,
+        scheduler=args.scheduler,
+        threads=args.threads,
+        runs_dir=runs_dir,
+        progress=not args.quiet,
+        command=shlex.join(["python", "-m", "relpos.book.text", *argv]),
+    )
+    if old is not None:
+        result = merge_results(old, result)
+    Path(args.output).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(format_text_table(result))
+    print(f"wrote {args.output}", file=sys.stderr)
+    return result
+
+
+__all__ = ["HELP", "build_parser", "config_from_args", "existing_output", "main"]
