@@ -14,8 +14,10 @@ Shape legend:
     r  table row, 0 <= r < 2k   hidden  model width
 """
 
+from . import masks
 from .attention import DisentangledSelfAttention
 from .backends import BACKENDS, PositionTerms, register_backend
+from .cache import KVCache
 from .config import POS_ATT_TYPES, AttentionConfig
 from .core import SelfAttention
 from .scores import (
@@ -49,24 +51,17 @@ from .positions import (
     relative_positions,
 )
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
-# Renamed in 0.2: the book's machinery moved to relpos.book. The old names stay
-# importable from relpos for one release, with a DeprecationWarning.
+# The book's machinery moved to relpos.book in 0.2; its old names went in 0.3.
 _MOVED_TO_BOOK = ("bench", "exercises", "experiments", "plot", "results")
 
 
 def __getattr__(name: str):
     if name in _MOVED_TO_BOOK:
-        import importlib
-        import warnings
-
-        warnings.warn(
-            f"relpos.{name} moved to relpos.book.{name}; the old name goes in 0.3",
-            DeprecationWarning,
-            stacklevel=2,
+        raise AttributeError(
+            f"relpos.{name} moved to relpos.book.{name} in 0.2 (old name gone in 0.3)"
         )
-        return importlib.import_module(f"relpos.book.{name}")
     raise AttributeError(f"module 'relpos' has no attribute {name!r}")
 
 __all__ = [
@@ -80,6 +75,7 @@ __all__ = [
     "Embeddings",
     "EncoderLayer",
     "INITS",
+    "KVCache",
     "POS_ATT_TYPES",
     "PositionTerms",
     "RelativePositionEmbedding",
@@ -93,6 +89,7 @@ __all__ = [
     "exact_bucket_limit",
     "gather_scores",
     "index_from_lookup",
+    "masks",
     "log_bucket_position",
     "per_pair_memory_bytes",
     "position_index",

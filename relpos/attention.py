@@ -241,11 +241,14 @@ class DisentangledSelfAttention(SelfAttention):
         )
 
     def table_or(self, rel_embeddings: torch.Tensor | None) -> torch.Tensor:
-        """``rel_embeddings`` when given, else the module's own table's weight.
+        """``rel_embeddings`` when given (a tensor or a ``RelativePositionEmbedding``),
+        else the module's own table's weight.
 
         Shapes:
             output: ``(2 * span, hidden)``
         """
+        if isinstance(rel_embeddings, RelativePositionEmbedding):
+            return rel_embeddings.weight  # the module itself: its table
         if rel_embeddings is not None:
             return rel_embeddings
         if self.table is None:

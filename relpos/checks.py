@@ -1,4 +1,4 @@
-"""Argument checks shared by the public functions (public: the book layer uses them too).
+"""Argument checks shared by the public functions (public: the book layer uses them).
 
 Every public function of ``relpos`` validates its input here, so that bad input
 fails early with a ``ValueError`` or ``TypeError`` that names the argument and

@@ -445,7 +445,8 @@ class SelfAttention(nn.Module):
             key_documents=key_documents,
             causal=self.causal,
         )
-        return Prepared(None if mask.empty else mask, new_positions, key_positions, cache)
+        mask = None if mask.empty else mask
+        return Prepared(mask, new_positions, key_positions, cache)
 
     def finish(self, prepared: Prepared) -> None:
         """After a call with a cache: record the new tokens as cached keys."""
@@ -526,7 +527,7 @@ class SelfAttention(nn.Module):
     def check_positions(
         positions: object, hidden_states: torch.Tensor, past: int = 0
     ) -> torch.Tensor:
-        """The positions as ``(B, n)`` long on the input's device (default ``past + 0..``).
+        """The positions as ``(B, n)`` long integers (default ``past, past + 1, ...``).
 
         Shapes:
             positions: ``(n,)`` or ``(b, n)``; hidden_states: ``(b, n, hidden)``

@@ -209,7 +209,8 @@ class EncoderLayer(nn.Module):
                 f"{unknown}; the attention's own keywords: {accepted}"
             )
         if "rel_embeddings" in attention_kwargs:
-            self.attention.check_table(attention_kwargs["rel_embeddings"], hidden_states)
+            table = attention_kwargs["rel_embeddings"]
+            self.attention.check_table(self.attention.table_or(table), hidden_states)
 
     def _forward(
         self,

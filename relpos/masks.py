@@ -160,7 +160,7 @@ def apply(logits: torch.Tensor, mask: Mask | None) -> torch.Tensor:
     return logits
 
 
-# -- reading what users pass ------------------------------------------------------------
+# -- reading what users pass ---------------------------------------------------------
 
 
 def _keep_from_numbers(mask: torch.Tensor, name: str, check: bool) -> torch.Tensor:

@@ -96,10 +96,14 @@ def score_terms() -> Figure:
     n, d, k = 5, 4, 3
     hidden_states = torch.randn(n, d, dtype=torch.float64)
     table = torch.randn(2 * k, d, dtype=torch.float64)
-    attention = relpos.DisentangledSelfAttention(d, 1, max_relative_positions=k)
+    attention = relpos.DisentangledSelfAttention(
+        d, 1, max_relative_positions=k, own_table=False
+    )
     attention = attention.double()
     with torch.no_grad():
-        _, scores = attention(hidden_states[None], table, return_scores=True)
+        _, scores = attention(
+            hidden_states[None], rel_embeddings=table, return_scores=True
+        )
     return plot.score_terms(scores)
 
 

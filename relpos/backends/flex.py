@@ -154,14 +154,18 @@ def make_score_mod(
     key_documents: torch.Tensor | None = None,
     query_len: int | None = None,
     key_len: int | None = None,
+    masked_fraction: float = 1.0,
 ) -> Callable:
-    """The ``score_mod``: adds the terms at row ``lookup[clamp(rel, -L, L) + L]``, masks.
+    """The ``score_mod``: the terms at row ``lookup[clamp(rel, -L, L) + L]``, the masks.
 
     Without positions, query ``i`` and key ``j`` sit at ``i`` and ``j`` and
     ``lookup`` is ``relpos.distance_lookup(n)`` (``2n - 1`` rows, ``L = n - 1``).
     Masked pairs (padded keys, ``pairs`` False, another document) get the dtype's
-    minimum; with ``causal=True`` the keys after the query get ``-inf`` after
-    that, as in ``relpos.masks``.
+    minimum (times ``masked_fraction``); with ``causal=True`` the keys after the
+    query get ``-inf`` after that, as in ``relpos.masks``. The kernel's
+    log-sum-exp of a query whose keys are all masked needs ``masked_fraction``
+    below 1: it scales scores by ``log2(e)`` inside, and the minimum itself then
+    overflows to ``-inf``.
 
     Shapes:
         c2p_table: ``(b, h, i, m)``; p2c_table: ``(b, h, j, m)``; lookup: ``(2L + 1,)``
@@ -209,10 +213,8 @@ def make_score_mod(
             same = query_documents[b, ii] == key_documents[b, jj]
             keep = same if keep is None else keep & same
         if keep is not None:
-            # Half the dtype's minimum: the kernel scales scores by log2(e) inside,
-            # and the minimum itself would overflow to -inf there (a query whose
-            # keys are all masked would then lose its log-sum-exp).
-            score = torch.where(keep, score, torch.finfo(score.dtype).min / 2)
+            lowest = torch.finfo(score.dtype).min * masked_fraction
+            score = torch.where(keep, score, lowest)
         # Keys added by the CPU padding get -inf, below a masked real key's minimum.
         score = torch.where(j <= last_key, score, -float("inf"))
         if causal:
@@ -346,7 +348,7 @@ def row_scores(
     return c2p_table, p2c_table
 
 
-def _score_mod(query, key, terms, mask, scale, c2p_table, p2c_table):
+def _score_mod(query, key, terms, mask, scale, c2p_table, p2c_table, fraction=1.0):
     mask = Mask() if mask is None else mask
     fields = {}
     if terms is not None:
@@ -360,7 +362,8 @@ def _score_mod(query, key, terms, mask, scale, c2p_table, p2c_table):
         c2p_table, p2c_table, None if terms is None else terms.lookup, mask.keys,
         causal=mask.causal, pairs=mask.pairs,
         query_documents=mask.query_documents, key_documents=mask.key_documents,
-        query_len=query.shape[-2], key_len=key.shape[-2], **fields,
+        query_len=query.shape[-2], key_len=key.shape[-2],
+        masked_fraction=fraction, **fields,
     )
 
 
@@ -440,8 +443,11 @@ def attend(
         return gather.attend(query, key, value, terms, mask, scale, 0.0)
     query, key, value = heads_contiguous(query, key, value)  # (b, h, n, d) each
     c2p_table, p2c_table = row_scores(query, key, pos_key, pos_query, scale)
-    score_mod = _score_mod(query, key, terms, mask, scale, c2p_table, p2c_table)
-    if terms is None or terms.value_rows is None:
+    values = terms is not None and terms.value_rows is not None
+    score_mod = _score_mod(
+        query, key, terms, mask, scale, c2p_table, p2c_table, 0.5 if values else 1.0
+    )
+    if not values:
         return run_kernel(query, key, value, score_mod, scale)
     out, lse = run_kernel(query, key, value, score_mod, scale, return_lse=True)
     return out + _value_term(query, key, value, score_mod, scale, lse, terms)
@@ -475,7 +481,8 @@ def flex_disentangled_attention(
         terms = terms._replace(
             table=pos_query, project_query=lambda rows: rows  # rows given per head
         )
-    return attend(query, key, value, terms, Mask(keys=key_mask, causal=causal), scale, 0.0)
+    mask = Mask(keys=key_mask, causal=causal)
+    return attend(query, key, value, terms, mask, scale, 0.0)
 
 
 __all__ = [

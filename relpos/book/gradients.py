@@ -33,7 +33,7 @@ def gradient_map(
     for name, tensor in (("table", table), ("states", states)):
         if not tensor.requires_grad:
             raise ValueError(f"{name} must require gradient (requires_grad=True)")
-    _, scores = module(states, table, return_scores=True)
+    _, scores = module(states, rel_embeddings=table, return_scores=True)
     targets = {
         name.removesuffix(".weight"): weight
         for name, weight in module.named_parameters()

@@ -89,7 +89,9 @@ def build_module(
         return DisentangledSelfAttention.from_transformers(
             reference, backend=backend
         ).eval()
-    attention = DisentangledSelfAttention(config=config.attention(backend))
+    attention = DisentangledSelfAttention(
+        config=config.attention(backend), own_table=False
+    )
     module = attention.to(dtype=config.torch_dtype)
     module.load_state_dict(weights)
     return module.to(config.device).eval()
@@ -139,7 +141,7 @@ def forward_fn(
         pair_mask = inputs["pair_mask"]
         return lambda: module(x, pair_mask, relative_pos=None, rel_embeddings=table)[0]
     mask = inputs["mask"]
-    return lambda: module(x, table, mask)
+    return lambda: module(x, mask, rel_embeddings=table)
 
 
 def run_pass(

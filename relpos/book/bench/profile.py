@@ -92,7 +92,7 @@ def gather_forward(
 ) -> torch.Tensor:
     """The gather backend's forward (no padding), ``clock(stage)`` after each stage.
 
-    The same operations in the same order as ``module(x, table)``.
+    The same operations in the same order as ``module(x, rel_embeddings=table)``.
 
     Shapes:
         x: ``(b, n, hidden)``; table: ``(2k, hidden)``; output: ``(b, n, hidden)``
@@ -229,7 +229,7 @@ def profile_forward(
                 clock = _StageClock()
                 pipeline(modules[name], x, table, clock)
                 module = modules[name]
-                seconds = _timed(lambda: module(x, table, mask))
+                seconds = _timed(lambda: module(x, mask, rel_embeddings=table))
                 if step:
                     for stage, value in clock.seconds.items():
                         stages[name][stage].append(value)

@@ -61,9 +61,11 @@ def chapter_landscape(
         name: schemes.score_by_distance(attention, distances, query_state, key_state)
         for name, attention in attentions.items()
     }  # name -> (h, m)
-    clipped = relpos.DisentangledSelfAttention(hidden, heads, max_relative_positions=8)
+    clipped = relpos.DisentangledSelfAttention(
+        hidden, heads, max_relative_positions=8, own_table=False
+    )
     bucketed = relpos.DisentangledSelfAttention(
-        hidden, heads, max_relative_positions=32, position_buckets=8
+        hidden, heads, max_relative_positions=32, position_buckets=8, own_table=False
     )
     for name, attention in (
         ("DeBERTa ($k = 8$)", clipped),
