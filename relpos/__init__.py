@@ -16,6 +16,7 @@ Shape legend:
 
 from .attention import DisentangledSelfAttention
 from .backends import BACKENDS, PositionTerms, register_backend
+from .cache import KVCache
 from .config import POS_ATT_TYPES, AttentionConfig
 from .core import SelfAttention
 from .scores import (
@@ -80,6 +81,7 @@ __all__ = [
     "Embeddings",
     "EncoderLayer",
     "INITS",
+    "KVCache",
     "POS_ATT_TYPES",
     "PositionTerms",
     "RelativePositionEmbedding",
