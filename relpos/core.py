@@ -360,7 +360,10 @@ class SelfAttention(nn.Module):
             context = attend(
                 query, key, value, terms, prepared.mask, self.scale, dropout_p
             )  # (b, h, i, d)
-        context = context.transpose(1, 2).flatten(-2)  # (b, n, hidden)
+        b, _, n, _ = context.shape
+        # reshape, not a view: a fused kernel's output may be laid out head-last
+        context = context.transpose(1, 2).reshape(b, n, self.hidden_size)
+        # context: (b, n, hidden)
         return (context, scores) if return_scores else context
 
     def forward(
