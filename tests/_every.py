@@ -1,0 +1,99 @@
+"""Every attention module on every kernel, read from the registries, for the tests of
+relpos 0.3's core (masks, packing, the cache).
+
+``MODULES`` lists each scheme of ``relpos.schemes.ATTENTIONS``, DeBERTa's
+``DisentangledSelfAttention`` (clipped, and with log buckets) and the bare
+``SelfAttention``; ``GRID`` pairs each with each name of ``relpos.BACKENDS``.
+``build`` makes one at tiny sizes, in float64 by default (flex in float64 on the
+CPU runs torch's uncompiled reference, exact), with its parameters moved away
+from their small initial values so that every position term changes the output
+visibly.
+
+Shape legend:
+    b  batch      n  sequence length      hidden  model width (16)
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pytest
+import torch
+
+import relpos
+from relpos.schemes import ATTENTIONS, REGISTRY
+
+HIDDEN, HEADS = 16, 2
+
+#: name -> builder(backend=..., causal=...) of every attention module.
+MODULES: dict[str, Callable[..., relpos.SelfAttention]] = {
+    name: (lambda cls: lambda **kw: cls(HIDDEN, HEADS, **kw))(cls)
+    for name, cls in ATTENTIONS.items()
+}
+MODULES["deberta"] = lambda **kw: relpos.DisentangledSelfAttention(
+    HIDDEN, HEADS, max_relative_positions=4, **kw
+)
+MODULES["deberta-buckets"] = lambda **kw: relpos.DisentangledSelfAttention(
+    HIDDEN, HEADS, max_relative_positions=32, position_buckets=4, **kw
+)
+MODULES["content"] = lambda **kw: relpos.SelfAttention(HIDDEN, HEADS, **kw)
+
+#: Modules whose logits depend on the positions through ``i - j`` alone: the
+#: registry's ``relative`` schemes, DeBERTa's, and content attention (no positions).
+RELATIVE = [
+    name for name in MODULES
+    if name not in REGISTRY or REGISTRY[name].relative
+]
+
+#: Every (module, backend) pair, as pytest parameters with readable ids. flex is
+#: marked slow: in float64 on the CPU it runs torch's uncompiled reference, which
+#: evaluates the score_mod element by element (a second or more per call for Shaw's
+#: relative values, one kernel call per table row, and for FIRE's MLP).
+GRID = [
+    pytest.param(
+        name, backend, id=f"{name}-{backend}",
+        marks=[pytest.mark.slow] if backend == "flex" else [],
+    )
+    for name in MODULES
+    for backend in relpos.BACKENDS
+]
+
+
+def build(
+    name: str,
+    backend: str,
+    *,
+    causal: bool = False,
+    dtype: torch.dtype = torch.float64,
+    seed: int = 0,
+) -> relpos.SelfAttention:
+    """Module ``name`` on ``backend``, in eval mode, its parameters spread out.
+
+    Shapes:
+        the module maps ``(b, n, 16)`` to ``(b, n, 16)``
+    """
+    torch.manual_seed(seed)
+    module = MODULES[name](backend=backend, causal=causal)
+    spread(module)
+    return module.to(dtype).eval()
+
+
+def spread(module: torch.nn.Module) -> None:
+    """Add noise of scale 0.3 to every parameter: small initial tables (std 0.02)
+    would make the position terms nearly vanish."""
+    with torch.no_grad():
+        for parameter in module.parameters():
+            parameter.add_(0.3 * torch.randn_like(parameter))
+
+
+def tolerance(dtype: torch.dtype) -> dict[str, float]:
+    """``assert_close`` tolerances: tight in float64, the kernel's in float32."""
+    if dtype == torch.float64:
+        return dict(atol=1e-10, rtol=1e-10)
+    return dict(atol=2e-5, rtol=2e-5)
+
+
+def call(module: relpos.SelfAttention, x: torch.Tensor, *args, **kwargs):
+    """``module(x, ...)`` without autograd (flex's CPU kernel has no backward)."""
+    with torch.no_grad():
+        return module(x, *args, **kwargs)
