@@ -45,18 +45,28 @@ RELATIVE = [
     if name not in REGISTRY or REGISTRY[name].relative
 ]
 
-#: Every (module, backend) pair, as pytest parameters with readable ids. flex is
-#: marked slow: in float64 on the CPU it runs torch's uncompiled reference, which
-#: evaluates the score_mod element by element (a second or more per call for Shaw's
-#: relative values, one kernel call per table row, and for FIRE's MLP).
+#: The kernel the quick loop (``-m "not slow"``) runs every module on: the default
+#: one. The others are marked slow: naive builds every pair's rows, and flex in
+#: float64 on the CPU runs torch's uncompiled reference, which evaluates the
+#: score_mod element by element (seconds per call for Shaw's relative values, one
+#: kernel call per table row, and for FIRE's MLP).
+QUICK_BACKEND = "gather"
+
+
+def backend_param(backend: str, *values: object, id: str | None = None):
+    """A pytest parameter ending in ``backend``, marked slow off the quick kernel."""
+    slow = [pytest.mark.slow] if backend != QUICK_BACKEND else []
+    return pytest.param(*values, backend, id=id or backend, marks=slow)
+
+
+#: Every (module, backend) pair, as pytest parameters with readable ids.
 GRID = [
-    pytest.param(
-        name, backend, id=f"{name}-{backend}",
-        marks=[pytest.mark.slow] if backend == "flex" else [],
-    )
+    backend_param(backend, name, id=f"{name}-{backend}")
     for name in MODULES
     for backend in relpos.BACKENDS
 ]
+#: Every backend alone, as pytest parameters.
+KERNELS = [backend_param(backend) for backend in relpos.BACKENDS]
 
 
 def build(

@@ -51,7 +51,8 @@ def additive_masks(mask: torch.Tensor, dtype: torch.dtype) -> dict[str, torch.Te
 
 
 def x_of(dtype: torch.dtype = torch.float64, n: int = N) -> torch.Tensor:
-    return torch.randn(B, n, HIDDEN, dtype=dtype, generator=torch.Generator().manual_seed(1))
+    generator = torch.Generator().manual_seed(1)
+    return torch.randn(B, n, HIDDEN, dtype=dtype, generator=generator)
 
 
 CONVENTIONS = ("bool", "0/1", "additive", "attention_mask")

@@ -18,7 +18,9 @@ import torch
 
 from _every import GRID, HIDDEN, MODULES, RELATIVE, build, call, tolerance
 
-CAUSAL = pytest.mark.parametrize("causal", [False, True], ids=["bidirectional", "causal"])
+CAUSAL = pytest.mark.parametrize(
+    "causal", [False, True], ids=["bidirectional", "causal"]
+)
 
 #: Each row packs two documents: their lengths.
 SPLITS = ((5, 6), (3, 8))
@@ -39,7 +41,7 @@ def packed_batch(dtype: torch.dtype):
     documents, ids, positions = [], [], []
     for row, lengths in enumerate(SPLITS):
         documents.append(
-            [states(length, dtype, seed=10 * row + k) for k, length in enumerate(lengths)]
+            [states(m, dtype, seed=10 * row + k) for k, m in enumerate(lengths)]
         )
         ids.append(torch.cat([torch.full((m,), k) for k, m in enumerate(lengths)]))
         positions.append(torch.cat([torch.arange(m) for m in lengths]))
@@ -72,7 +74,9 @@ def test_packed_documents_equal_separate_runs(name, backend, causal):
 
 @pytest.mark.parametrize("name, backend", GRID)
 @CAUSAL
-def test_left_padding_with_positions_equals_the_unpadded_sequence(name, backend, causal):
+def test_left_padding_with_positions_equals_the_unpadded_sequence(
+    name, backend, causal
+):
     module = build(name, backend, causal=causal)
     n, pad = 8, 3
     x = torch.cat([states(n, torch.float64, seed=1), states(n, torch.float64, seed=2)])
