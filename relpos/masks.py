@@ -175,7 +175,7 @@ def _keep_from_numbers(mask: torch.Tensor, name: str, check: bool) -> torch.Tens
                     _refuse(name, mask, "an additive mask holds 0 and values <= -1e4")
             elif not bool(((mask == 0) | (mask == 1)).all()):
                 _refuse(name, mask, "a 0/1 mask holds 0 and 1 only")
-            elif not bool((mask == 1).any()):
+            elif mask.numel() and not bool((mask == 1).any()):
                 raise ValueError(
                     f"{name} holds only zeros, which the 0/1 convention reads as "
                     "'all padding' and the additive one as 'no padding'; pass a bool "

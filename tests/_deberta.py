@@ -100,7 +100,8 @@ def make_module(
     dtype: torch.dtype = torch.float32,
     seed: int = 0,
 ) -> relpos.DisentangledSelfAttention:
-    """A relpos module with seeded random weights, in eval mode."""
+    """A relpos module with seeded random weights, in eval mode; the tests hand it
+    its table (``own_table=False``)."""
     torch.manual_seed(seed)
     module = relpos.DisentangledSelfAttention(
         hidden,
@@ -110,6 +111,7 @@ def make_module(
         pos_att_type=pos_att_type,
         share_att_key=share_att_key,
         backend=backend,
+        own_table=False,
     )
     return module.to(dtype).eval()
 
@@ -126,6 +128,7 @@ def with_backend(
         pos_att_type=module.pos_att_type,
         share_att_key=module.share_att_key,
         backend=backend,
+        own_table=module.table is not None,
     )
     clone = clone.to(module.query_proj.weight.dtype)
     clone.load_state_dict(module.state_dict())

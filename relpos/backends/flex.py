@@ -13,9 +13,9 @@ distance (ALiBi, KERPLE, FIRE). The masks (padding, pairs, documents, causal)
 are applied in the same function. Nothing of size ``n x n`` is stored unless
 the caller passed an ``n x n`` pair mask. Relative values (Shaw) cannot be
 added inside the kernel: the weight of each row is found from the kernel's
-log-sum-exp, one more kernel call per row, still linear in ``n`` (torch's
-compiled CPU kernel returns no log-sum-exp: there, in float32/16, they take the
-gather formulation).
+log-sum-exp over that row's keys, one more kernel call per row, still linear in
+``n`` (torch's compiled CPU kernel returns no log-sum-exp: there, in float32/16,
+they take the gather formulation).
 
 Where torch's kernel cannot run, this module says so:
 - On the CPU, torch compiles flex only for float32/float16/bfloat16; float64 runs
@@ -45,8 +45,8 @@ from typing import Callable
 import torch
 
 from ..masks import Mask
-from . import gather
-from . import terms as explicit
+from .gather import attend as gather_attend
+from .terms import gather_scores, projected_rows
 from .registry import PositionTerms
 
 _COMPILED_CPU_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -367,22 +367,25 @@ def _score_mod(query, key, terms, mask, scale, c2p_table, p2c_table, fraction=1.
     )
 
 
-def _value_term(query, key, value, score_mod, scale, lse, terms):
+def _value_term(query, key, value, score_mod, scale, terms):
     """``sum_j p_ij value_rows[row]``: each row's weight from one more kernel call.
 
-    The weight of row ``r`` for query ``i`` is ``exp(lse_r - lse)``, ``lse_r`` the
-    log-sum-exp over the keys whose row is ``r`` alone.
+    The weight of row ``r`` for query ``i`` is the softmax over the rows of
+    ``lse_r``, the log-sum-exp over the keys whose row is ``r`` alone: the share
+    of the query's probability that falls on those keys (a row no key reads has
+    ``lse_r = -inf`` and weight 0).
     """
     value_rows = terms.value_rows  # (h, m, d)
     which = torch.zeros((), dtype=torch.long, device=query.device)
     reach = terms.reach
+    batched_q = terms.query_positions.shape[0] > 1
+    batched_k = terms.key_positions.shape[0] > 1
+    last_query, last_key = query.shape[-2] - 1, key.shape[-2] - 1
 
     def only_row(score, b, h, i, j):
         score = score_mod(score, b, h, i, j)
-        ii = torch.clamp(i, 0, query.shape[-2] - 1)
-        jj = torch.clamp(j, 0, key.shape[-2] - 1)
-        batched_q = terms.query_positions.shape[0] > 1
-        batched_k = terms.key_positions.shape[0] > 1
+        ii = torch.clamp(i, 0, last_query)
+        jj = torch.clamp(j, 0, last_key)
         rel = (
             terms.query_positions[b if batched_q else 0, ii]
             - terms.key_positions[b if batched_k else 0, jj]
@@ -390,13 +393,13 @@ def _value_term(query, key, value, score_mod, scale, lse, terms):
         row = terms.lookup[torch.clamp(rel, -reach, reach) + reach]
         return torch.where(row == which, score, -float("inf"))
 
-    total = torch.zeros_like(query)  # (b, h, i, d)
+    per_row = []
     for r in range(value_rows.shape[1]):
         which.fill_(r)
         _, lse_r = run_kernel(query, key, value, only_row, scale, return_lse=True)
-        weight = torch.exp(lse_r - lse)  # (b, h, i)
-        total = total + weight[..., None] * value_rows[:, r][None, :, None, :]
-    return total
+        per_row.append(lse_r)  # (b, h, i)
+    weight = torch.stack(per_row, dim=-1).softmax(-1)  # (b, h, i, m)
+    return torch.einsum("bhim,hmd->bhid", weight, value_rows.to(weight.dtype))
 
 
 def attend(
@@ -423,7 +426,7 @@ def attend(
             "backend='flex' has no attention dropout; set dropout=0.0 or call .eval(), "
             "or use backend='gather'"
         )
-    pos_key, pos_query = explicit.projected_rows(terms)  # (h, m, d) each
+    pos_key, pos_query = projected_rows(terms)  # (h, m, d) each
     tensors = [query, key, value, pos_key, pos_query]
     if terms is not None:
         tensors += [terms.row_bias, terms.value_rows]
@@ -439,8 +442,12 @@ def attend(
         on_cpu and query.dtype in _COMPILED_CPU_DTYPES
         and terms is not None and terms.value_rows is not None
     )
-    if empty or (needs_grad and on_cpu) or no_lse:
-        return gather.attend(query, key, value, terms, mask, scale, 0.0)
+    if empty:
+        # Nothing to attend (b = 0 or n = 0): the explicit scores give the empty
+        # output with every input in the graph (gradients: zeros of their shapes).
+        return gather_scores(query, key, terms, mask, scale).probs @ value
+    if (needs_grad and on_cpu) or no_lse:
+        return gather_attend(query, key, value, terms, mask, scale, 0.0)
     query, key, value = heads_contiguous(query, key, value)  # (b, h, n, d) each
     c2p_table, p2c_table = row_scores(query, key, pos_key, pos_query, scale)
     values = terms is not None and terms.value_rows is not None
@@ -449,8 +456,8 @@ def attend(
     )
     if not values:
         return run_kernel(query, key, value, score_mod, scale)
-    out, lse = run_kernel(query, key, value, score_mod, scale, return_lse=True)
-    return out + _value_term(query, key, value, score_mod, scale, lse, terms)
+    out = run_kernel(query, key, value, score_mod, scale)
+    return out + _value_term(query, key, value, score_mod, scale, terms)
 
 
 def flex_disentangled_attention(

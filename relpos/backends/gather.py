@@ -18,7 +18,15 @@ import torch
 import torch.nn.functional as F
 
 from ..masks import Mask
-from . import terms as explicit
+from .terms import (
+    c2p_by_gather,
+    gather_scores,
+    p2c_by_gather,
+    pair_bias,
+    pair_rows,
+    projected_rows,
+    value_term,
+)
 from .registry import PositionTerms
 
 
@@ -38,15 +46,15 @@ def position_bias(
     i, j = query.shape[-2], key.shape[-2]
     bias = None
     if terms is not None and terms.has_logit_terms:
-        rows = explicit.pair_rows(terms)  # (B, i, j)
-        pos_key, pos_query = explicit.projected_rows(terms)  # (h, m, d) each
+        rows = pair_rows(terms)  # (B, i, j)
+        pos_key, pos_query = projected_rows(terms)  # (h, m, d) each
         if pos_key is not None:
-            bias = explicit.c2p_by_gather(query, pos_key * scale, rows)  # (b, h, i, j)
+            bias = c2p_by_gather(query, pos_key * scale, rows)  # (b, h, i, j)
         if pos_query is not None:
-            p2c = explicit.p2c_by_gather(key, pos_query * scale, rows)
+            p2c = p2c_by_gather(key, pos_query * scale, rows)
             bias = p2c if bias is None else bias.add_(p2c)
             del p2c
-        content_free = explicit.pair_bias(terms, query.shape[1], rows)
+        content_free = pair_bias(terms, query.shape[1], rows)
         if content_free is not None:
             content_free = content_free.to(query.dtype)  # (B, h, i, j)
             bias = content_free if bias is None else bias + content_free
@@ -82,10 +90,10 @@ def attend(
         output: ``(b, h, i, d)``
     """
     if terms is not None and terms.value_rows is not None:
-        probs = explicit.gather_scores(query, key, terms, mask, scale).probs
+        probs = gather_scores(query, key, terms, mask, scale).probs
         probs = F.dropout(probs, dropout_p, training=dropout_p > 0)  # (b, h, i, j)
-        rows = explicit.pair_rows(terms)  # (B, i, j)
-        return probs @ value + explicit.value_term(probs, terms.value_rows, rows)
+        rows = pair_rows(terms)  # (B, i, j)
+        return probs @ value + value_term(probs, terms.value_rows, rows)
     bias = position_bias(query, key, terms, mask, scale)
     causal = mask is not None and mask.causal and bias is None
     return F.scaled_dot_product_attention(
@@ -95,7 +103,7 @@ def attend(
 
 
 #: Every term explicitly, the position terms by gather.
-scores = explicit.gather_scores
+scores = gather_scores
 
 
 __all__ = ["attend", "position_bias", "scores"]

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from ..masks import Mask
 from ..scores import AttentionScores
-from . import terms as explicit
+from .terms import combine, pair_bias, pair_rows
 from .registry import PositionTerms
 
 
@@ -48,7 +48,7 @@ def scores(
     """
     c2c = torch.einsum("bhid,bhjd->bhij", query, key) * scale
     c2p = p2c = None
-    rows = None if terms is None else explicit.pair_rows(terms)  # (B, i, j)
+    rows = None if terms is None else pair_rows(terms)  # (B, i, j)
     if terms is not None and terms.project_key is not None:
         pairs = _pairs_projected(terms.project_key, terms.table, rows)
         c2p = torch.einsum("bhid,bijhd->bhij", query, pairs) * scale
@@ -58,8 +58,8 @@ def scores(
     if terms is not None and terms.project_query is not None:
         pairs = _pairs_projected(terms.project_query, terms.table, rows)
         p2c = torch.einsum("bhjd,bijhd->bhij", key, pairs) * scale
-    bias = explicit.pair_bias(terms, query.shape[1], rows)  # (B, h, i, j)
-    return explicit.combine(c2c, c2p, p2c, bias, mask)
+    bias = pair_bias(terms, query.shape[1], rows)  # (B, h, i, j)
+    return combine(c2c, c2p, p2c, bias, mask)
 
 
 def attend(
@@ -81,7 +81,7 @@ def attend(
     probs = F.dropout(probs, dropout_p, training=dropout_p > 0)
     context = probs @ value  # (b, h, i, d)
     if terms is not None and terms.value_rows is not None:
-        rows = explicit.pair_rows(terms)  # (B, i, j)
+        rows = pair_rows(terms)  # (B, i, j)
         pairs = _pairs_of_rows(terms.value_rows, rows)  # (B, i, j, h, d)
         context = context + torch.einsum("bhij,bijhd->bhid", probs, pairs.expand(
             probs.shape[0], *pairs.shape[1:]))
