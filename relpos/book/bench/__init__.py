@@ -53,6 +53,13 @@ device and thread count: ``repeats`` products of two ``--matmul-size`` square
 matrices (after a warm-up) before the first length and again after the last,
 ``2 size^3`` over the median of them all.
 
+What positions cost: ``python -m relpos.book.bench costs`` (:mod:`.costs`)
+measures every scheme on every backend against plain attention (the same
+projections and torch's fused attention, no positions), time and peak memory
+as ratios at each length, beside each scheme's arithmetic floor
+(:func:`cost_floor`); its JSON (``bench_costs.json``) is described in
+:mod:`.costs`.
+
 Where the rest of the time goes: :mod:`relpos.book.bench.profile` times the stages
 of ``gather`` and ``flex`` and four attention kernels alone at one length
 (``python -m relpos.book.bench.profile``; the book's copy is ``profile_cpu.json``).
@@ -115,28 +122,37 @@ from .roofline import (
     roofline_fraction,
 )
 from .run import machine_info, run_benchmark
+from .costs import CostsConfig, run_costs
+from .costs_report import cost_series, cost_table, load_costs
+from .roofline import cost_floor, plain_flops, position_flops
 
 # The modules, by idea: ``config`` (BenchConfig, its checks, the constants),
 # ``models`` (the seeded modules and inputs), ``measure`` (skips, failures,
 # timings, memory), ``roofline``, ``run`` (one whole run), ``report`` (reading
-# and presenting results), ``cli`` and ``profile`` (where the time goes). To
+# and presenting results), ``cli`` and ``profile`` (where the time goes);
+# ``cells``, ``costs`` and ``costs_report`` for what positions cost. To
 # change what a run does in a test, replace ``measure.memory_in_subprocess`` or
 # ``models.forward_fn``: the run and the measurements read them there at call time.
 
 __all__ = [
     "BENCH_BACKENDS",
     "BenchConfig",
+    "CostsConfig",
     "DTYPES",
     "STATUSES",
     "build_module",
     "build_parser",
     "config_flops",
+    "cost_floor",
+    "cost_series",
+    "cost_table",
     "estimate_peak_bytes",
     "failure",
     "flop_breakdown",
     "forward_fn",
     "forward_flops",
     "format_table",
+    "load_costs",
     "load_results",
     "machine_info",
     "main",
@@ -145,10 +161,13 @@ __all__ = [
     "measure_memory",
     "memory_in_subprocess",
     "memory_method",
+    "plain_flops",
+    "position_flops",
     "random_weights",
     "ratios",
     "roofline",
     "roofline_fraction",
     "run_benchmark",
+    "run_costs",
     "time_backends",
 ]

@@ -147,8 +147,78 @@ def config_from_args(
     return _cli.config_or_exit(parser, lambda: BenchConfig(**values), FLAGS)
 
 
+def build_costs_parser() -> _cli.OneLineParser:
+    """The parser of ``python -m relpos.book.bench costs`` (what positions cost)."""
+    from .costs import DEFAULT_COST_LENGTHS, CostsConfig
+
+    base = CostsConfig()
+    parser = _cli.OneLineParser(
+        prog="python -m relpos.book.bench costs",
+        description="What positions cost: every scheme on every backend, time and "
+        "peak memory as multiples of plain attention at the same n.",
+    )
+    add = parser.add_argument
+    integer, number = _cli.integer(), _cli.number()
+    add("--lengths", type=_cli.integers(1), default=list(DEFAULT_COST_LENGTHS),
+        metavar="N,N,...", help="comma-separated sequence lengths")
+    add("--schemes", default=None, metavar="NAMES",
+        help="comma-separated schemes (default: every one)")
+    add("--backends", default=None, metavar="NAMES",
+        help="comma-separated relpos backends (default: every one)")
+    add("--device", type=_cli.device, default=base.device, help="cpu, or cuda")
+    add("--dtype", choices=tuple(DTYPES), default=base.dtype, help="dtype")
+    for name in ("hidden", "heads", "span", "batch", "repeats", "seed", "threads"):
+        add(f"--{name}", type=integer, default=getattr(base, name), help=name)
+    add("--max-memory-gb", type=number, default=base.max_memory_gb,
+        help="skip a cell whose predicted peak exceeds this")
+    add("--max-forward-s", type=number, default=base.max_forward_s,
+        help="skip a cell whose predicted forward exceeds this")
+    add("--budget-s", type=number, default=None,
+        help="start no cell that would take the run past this many seconds")
+    add("--output", default="bench_costs.json", metavar="PATH", help="JSON path")
+    return parser
+
+
+def costs_main(argv: list[str]) -> None:
+    """``python -m relpos.book.bench costs``: check, run, print the table, write."""
+    import shlex
+
+    from .costs import CostsConfig, run_costs
+    from .costs_report import cost_table
+
+    parser = build_costs_parser()
+    args = parser.parse_args(argv)
+    fields = ("hidden", "heads", "span", "batch", "dtype", "device", "repeats",
+              "seed", "threads", "max_memory_gb", "max_forward_s", "budget_s")
+    values = {name: getattr(args, name) for name in fields}
+    flags = {name: "--" + name.replace("_", "-") for name in fields}
+    config = _cli.config_or_exit(parser, lambda: CostsConfig(**values), flags)
+    _cli.output_flag(parser, "--output", args.output, make_parents=True)
+    split = {}
+    for name in ("schemes", "backends"):
+        text = getattr(args, name)
+        split[name] = None if text is None else [
+            part.strip() for part in text.split(",") if part.strip()
+        ]
+    command = shlex.join(["python", "-m", "relpos.book.bench", "costs", *argv])
+    try:
+        data = run_costs(args.lengths, split["schemes"], split["backends"],
+                         config=config, output=args.output, command=command)
+    except ValueError as exc:
+        parser.error(str(exc))
+    print(cost_table(data))
+    print(f"wrote {args.output}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Parse and check ``argv``, run the benchmark, print the table, write the JSON."""
+    """Parse and check ``argv``, run the benchmark, print the table, write the JSON.
+
+    ``costs`` as the first argument runs :func:`costs_main` instead.
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["costs"]:
+        costs_main(argv[1:])
+        return
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.measure_memory is not None:
@@ -166,4 +236,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"wrote {args.output}", file=sys.stderr)
 
 
-__all__ = ["FLAGS", "build_parser", "config_from_args", "main"]
+__all__ = [
+    "FLAGS", "build_costs_parser", "build_parser", "config_from_args",
+    "costs_main", "main",
+]

@@ -88,19 +88,12 @@ class BenchConfig:
         except (TypeError, ValueError) as exc:
             message = str(exc).replace("hidden_size", "hidden")
             raise type(exc)(message.replace("num_heads", "heads")) from None
-        if not isinstance(self.dtype, str) or self.dtype not in DTYPES:
-            raise ValueError(
-                f"dtype must be one of {tuple(DTYPES)}, got {self.dtype!r}"
-            )
+        check_dtype(self.dtype)
         check_device(self.device)
         if not isinstance(self.backward, bool):
             raise TypeError(f"backward must be a bool, got {self.backward!r}")
-        memory = self.max_memory_gb
-        if isinstance(memory, bool) or not isinstance(memory, numbers.Real):
-            raise TypeError(f"max_memory_gb must be a number, got {memory!r}")
-        if not (math.isfinite(memory) and memory > 0):
-            raise ValueError(f"max_memory_gb must be a positive number, got {memory!r}")
-        object.__setattr__(self, "max_memory_gb", float(memory))  # 20 is stored as 20.0
+        memory = check_positive("max_memory_gb", self.max_memory_gb)
+        object.__setattr__(self, "max_memory_gb", memory)  # 20 is stored as 20.0
 
     def attention(self, backend: str = "gather") -> AttentionConfig:
         """The attention settings of every relpos module the benchmark builds.
@@ -139,6 +132,22 @@ class BenchConfig:
             mask="all ones",
         )
         return config
+
+
+def check_dtype(dtype: object) -> str:
+    """``dtype`` if it names one of ``DTYPES``; ValueError naming ``dtype``."""
+    if not isinstance(dtype, str) or dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {tuple(DTYPES)}, got {dtype!r}")
+    return dtype
+
+
+def check_positive(name: str, value: object) -> float:
+    """``value`` as a float if it is a finite positive number; else naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    return float(value)
 
 
 def check_backends(backends: Iterable[str]) -> list[str]:

@@ -60,8 +60,15 @@ def load_results(path: str | Path | Traversable) -> dict[str, Any]:
             raise ValueError(
                 f"{path}: machine.matmul lacks {missing} (schema {data['schema']})"
             )
-    for i, row in enumerate(data["results"]):
-        missing = [key for key in row_keys if key not in row]
+    check_rows(path, data["results"], row_keys)
+    return data
+
+
+def check_rows(path: object, rows: list[dict[str, Any]], keys: tuple[str, ...]) -> None:
+    """Every row has ``keys`` and a status of ``STATUSES``; ValueError naming the row.
+    """
+    for i, row in enumerate(rows):
+        missing = [key for key in keys if key not in row]
         if missing:
             raise ValueError(f"{path}: results[{i}] lacks {missing}")
         if row["status"] not in STATUSES:
@@ -69,7 +76,6 @@ def load_results(path: str | Path | Traversable) -> dict[str, Any]:
                 f"{path}: results[{i}].status must be one of {STATUSES}, "
                 f"got {row['status']!r}"
             )
-    return data
 
 
 def _ratio(value: float | None, reference: float | None) -> float | None:

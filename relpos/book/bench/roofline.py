@@ -86,6 +86,100 @@ def forward_flops(
     return sum(flop_breakdown(n, hidden, heads, span, batch, terms).values())
 
 
+# -- what positions add: the floor of each scheme against plain attention ------------
+
+#: The schemes whose added work :func:`position_flops` counts.
+FLOOR_SCHEMES = (
+    "plain", "shaw", "transformer_xl", "t5", "alibi", "rotary", "fire", "kerple",
+    "deberta", "deberta_log",
+)
+
+
+def plain_flops(n: int, hidden: int, heads: int, batch: int = 1) -> int:
+    """Plain attention's matrix-multiply FLOP: projections, ``Q K^T`` and context.
+
+    ``6 b n H^2 + 4 b n^2 H``: :func:`forward_flops` with no position term.
+
+    Shapes:
+        n, hidden, heads, batch: ints; output: an int (FLOP)
+    """
+    return forward_flops(n, hidden, heads, span=1, batch=batch, terms=0)
+
+
+def position_flops(
+    scheme: str,
+    n: int,
+    hidden: int,
+    heads: int,
+    batch: int = 1,
+    span: int = 256,
+    width: int = 32,
+) -> dict[str, int]:
+    """The matrix-multiply FLOP a scheme adds to plain attention, part by part.
+
+    Each scheme's least work, in its row (gather) form, for positions shared by
+    the batch (a multiply-add is 2 FLOP; ``H`` = ``hidden``, ``k`` = ``span``):
+
+    - ``deberta``, ``deberta_log`` (``2k`` rows, clipped or log-bucketed): the
+      table projections ``2 * 2 (2k) H^2`` and the position tables c2p and p2c,
+      ``2 * 2 b n (2k) H`` (the ``position_tables`` of :func:`flop_breakdown`).
+    - ``shaw`` (``2k + 1`` rows per side): the queries against the key rows,
+      ``2 b n (2k + 1) H``, and the probabilities summed by row times the value
+      rows, as much again.
+    - ``transformer_xl``: a sinusoid for each of the ``2n - 1`` distances,
+      projected (``2 (2n - 1) H^2``), and the queries against it
+      (``2 b n (2n - 1) H``): a second ``n x n``-sized product, like ``Q K^T``
+      (its global bias ``(v - u) . R``, ``(2n - 1) H`` multiply-adds, is
+      element-wise work like a bias).
+    - ``fire``: its MLP on every pair's normalised distance, ``w`` hidden units
+      and one output per head: ``2 n^2 (w + w h)``.
+    - ``t5``, ``alibi``, ``kerple``, ``rotary``, ``plain``: nothing. A bias read
+      from a row or a formula, or a rotation of the queries and keys, is
+      element-wise work, not a product.
+
+    Shapes:
+        output: ``{part: FLOP}``, empty where the scheme adds no product
+    """
+    if scheme not in FLOOR_SCHEMES:
+        raise ValueError(f"scheme must be one of {FLOOR_SCHEMES}, got {scheme!r}")
+    parts = flop_breakdown(n, hidden, heads, span, batch, terms=2)
+    width = check_int("width", width, minimum=1)
+    b, H = batch, hidden
+    if scheme in ("deberta", "deberta_log"):
+        return {key: parts[key] for key in ("table_projections", "position_tables")}
+    if scheme == "shaw":
+        rows = 2 * span + 1
+        return {"key_rows": 2 * b * n * rows * H, "value_rows": 2 * b * n * rows * H}
+    if scheme == "transformer_xl":
+        rows = max(2 * n - 1, 0)
+        return {"table_projections": 2 * rows * H * H, "key_rows": 2 * b * n * rows * H}
+    if scheme == "fire":
+        return {"mlp": 2 * n * n * (width + width * heads)}
+    return {}
+
+
+def cost_floor(
+    scheme: str, n: int, hidden: int, heads: int, batch: int = 1, **sizes: int
+) -> float:
+    """The least a scheme can cost, as a multiple of plain attention's FLOP.
+
+    ``(plain + added) / plain`` with :func:`plain_flops` and
+    :func:`position_flops` (``sizes``: its ``span`` and ``width``): 1 for a
+    scheme that adds no product. At
+    deberta-v3-base's shapes (``H = 768``, ``2k = 512``) and ``n = 2048``,
+    DeBERTa's is about 1.22 (its position tables alone are half of ``Q K^T``,
+    but the projections and the context weigh in the denominator too).
+
+    Shapes:
+        output: a float >= 1
+    """
+    plain = plain_flops(n, hidden, heads, batch)
+    if plain == 0:
+        raise ValueError(f"n must be >= 1 for a floor, got {n}")
+    added = position_flops(scheme, n, hidden, heads, batch, **sizes)
+    return (plain + sum(added.values())) / plain
+
+
 def config_flops(n: int, config: dict[str, Any]) -> int:
     """:func:`forward_flops` for the ``config`` entry of a benchmark's results."""
     from relpos.positions import attention_span
@@ -208,12 +302,16 @@ def roofline(results: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 __all__ = [
+    "FLOOR_SCHEMES",
     "MATMUL_SIZE",
     "config_flops",
+    "cost_floor",
     "flop_breakdown",
     "forward_flops",
     "matmul_runs",
     "measure_matmul_throughput",
+    "plain_flops",
+    "position_flops",
     "roofline",
     "roofline_fraction",
     "throughput_record",

@@ -11,7 +11,8 @@ One module per idea, every figure importable from here (``plot.index_heatmap``):
 - ``positions``: ``i - j``, the table row ``delta``, log buckets, row similarity;
 - ``scores``: a score matrix, the terms of one head, the terms by distance;
 - ``streams``: the two streams of disentangled attention and the gathers;
-- ``benchmark``: time, memory and the roofline of ``python -m relpos.book.bench``;
+- ``benchmark``: time, memory and the roofline of ``python -m relpos.book.bench``,
+  and what positions cost (``position_costs``);
 - ``sweep``: a trained sweep's means and spreads, the tables' bands;
 - ``seeds``: a trained sweep with every seed visible;
 - ``landscape``: what each relative scheme adds to a logit against ``i - j``;
@@ -23,7 +24,7 @@ Shape legend:
 
 from __future__ import annotations
 
-from .benchmark import benchmark
+from .benchmark import benchmark, position_costs
 from .landscape import score_landscape
 from .positions import (
     index_heatmap,
@@ -44,6 +45,7 @@ __all__ = [
     "score_terms",
     "log_buckets",
     "benchmark",
+    "position_costs",
     "experiment_sweep",
     "score_by_distance",
     "table_bands",

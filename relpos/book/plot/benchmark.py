@@ -1,6 +1,9 @@
-"""The benchmark's figure: time, memory and the roofline against sequence length.
+"""The benchmark's figures: time, memory and the roofline against sequence length,
+and what positions cost against plain attention.
 
-Draws the JSON of ``python -m relpos.book.bench`` (chapter 5).
+:func:`benchmark` draws the JSON of ``python -m relpos.book.bench`` (chapter 5),
+:func:`position_costs` that of ``python -m relpos.book.bench costs`` (the
+benchmark appendix).
 """
 
 from __future__ import annotations
@@ -15,15 +18,20 @@ from matplotlib.figure import Figure
 _ORDER = ("transformers", "naive", "gather", "flex")
 
 
-def _bench_results(results: dict[str, Any] | str | Path) -> dict[str, Any]:
-    """The benchmark's JSON: a path is read (and checked) by ``bench.load_results``."""
+def _bench_results(
+    results: dict[str, Any] | str | Path, costs: bool = False
+) -> dict[str, Any]:
+    """The benchmark's JSON: a path is read (and checked) by ``bench.load_results``,
+    or with ``costs`` by ``bench.load_costs``."""
+    from ..bench.costs_report import load_costs
     from ..bench.report import load_results
 
     if isinstance(results, (str, Path)):
-        results = load_results(results)
+        results = load_costs(results) if costs else load_results(results)
     if not isinstance(results, dict) or "results" not in results:
+        kind = "positions-cost" if costs else "benchmark's"
         raise ValueError(
-            "results must be the benchmark's JSON (a dict with a 'results' list) "
+            f"results must be the {kind} JSON (a dict with a 'results' list) "
             "or its path"
         )
     return results
@@ -128,4 +136,68 @@ def _roofline_axis(
     ax.legend(fontsize=8)
 
 
-__all__ = ["benchmark"]
+# The kernels' line styles in the costs figure; a scheme keeps one colour.
+_BACKEND_STYLES = {"naive": ":", "gather": "-", "flex": "--"}
+
+
+def position_costs(results: dict[str, Any] | str | Path) -> Figure:
+    """Time and peak memory as multiples of plain attention against n.
+
+    A line per scheme and backend (the scheme's colour, the backend's style:
+    ``naive`` dotted, ``gather`` solid, ``flex`` dashed), labelled
+    ``"scheme / backend"``; on the time panel each scheme's arithmetic floor is a
+    thin line of its colour labelled ``"scheme floor"``, and plain attention is
+    the black line at 1. ``results`` is the JSON of ``python -m relpos.book.bench
+    costs`` or its path (read by ``load_costs``).
+
+    Shapes:
+        axes[0]: forward time / plain's against n; axes[1]: peak memory / plain's
+    """
+    from matplotlib import colormaps
+
+    from ..bench.costs_report import cost_series
+
+    results = _bench_results(results, costs=True)
+    times, memories = cost_series(results), cost_series(results, "memory_ratio")
+    floors = cost_series(results, "floor_ratio")
+    schemes = list(dict.fromkeys(scheme for scheme, _ in times))
+    colours = colormaps["tab10"]
+    fig = Figure(figsize=(14, 5.5))
+    ax_time, ax_mem = fig.subplots(1, 2)
+    for number, scheme in enumerate(schemes):
+        colour = colours(number % 10)
+        for (name, backend), points in times.items():
+            if name != scheme:
+                continue
+            style = _BACKEND_STYLES.get(backend, "-.")
+            label = f"{scheme} / {backend}"
+            ax_time.plot(*zip(*points), style, color=colour, marker="o",
+                         markersize=3, label=label)
+            if (scheme, backend) in memories:
+                ax_mem.plot(*zip(*memories[scheme, backend]), style, color=colour,
+                            marker="o", markersize=3, label=label)
+        floor = next((p for (name, _), p in floors.items() if name == scheme), None)
+        if floor:
+            ax_time.plot(*zip(*floor), "-", color=colour, linewidth=3, alpha=0.3,
+                         label=f"{scheme} floor")
+    for ax, label in ((ax_time, "forward time / plain attention's"),
+                      (ax_mem, "peak memory / plain attention's")):
+        ax.axhline(1.0, color="black", linewidth=1, label="plain attention")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("sequence length n")
+        ax.set_ylabel(label)
+        ax.grid(True, which="both", alpha=0.3)
+    handles, labels = ax_time.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center right", fontsize=7, ncol=2)
+    config = results.get("config", {})
+    fig.suptitle(
+        f"what positions cost: {results.get('machine', {}).get('device', '?')} "
+        f"{config.get('dtype', '')}, {config.get('threads', '?')} thread(s), "
+        f"hidden {config.get('hidden', '?')}, {config.get('heads', '?')} heads"
+    )
+    fig.tight_layout(rect=(0, 0, 0.76, 1))
+    return fig
+
+
+__all__ = ["benchmark", "position_costs"]
