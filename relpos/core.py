@@ -541,7 +541,10 @@ class SelfAttention(nn.Module):
         if positions is None:
             return torch.arange(past, past + n, device=device)[None]  # (1, n)
         positions = check_int_tensor("positions", positions)
-        if tuple(positions.shape) not in ((n,), (b, n)):
+        # The rank first: comparing (b, n) with (n,) would compare b with n, which
+        # torch.export records as a guard (n != b) on a dynamic length.
+        shape = (positions.dim(), tuple(positions.shape))
+        if shape not in ((1, (n,)), (2, (b, n))):
             got = tuple(positions.shape)
             raise ValueError(
                 f"positions must have shape (n,) = ({n},) or (b, n) = {(b, n)}, "
