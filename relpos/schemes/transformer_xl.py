@@ -121,15 +121,17 @@ def distance_reach(
     distances that occur get an encoding, whatever the positions. Under
     ``torch.compile`` and ``torch.export`` a value read would break the graph (or
     make the number of encodings data-dependent, which ``torch.export`` and ONNX
-    refuse), so ``L`` comes from the shapes: ``max(i, j) - 1``, which covers the
-    default positions (``0 .. n - 1``, after ``t`` cached ones) and any positions
-    whose range is no wider. Wider positions fail a run-time check there (never a
-    clipped, wrong encoding); compute them eagerly.
+    refuse), and ``torch.jit.trace`` would keep the value of the traced call, so
+    ``L`` comes from the shapes: ``max(i, j) - 1``, which covers the default
+    positions (``0 .. n - 1``, after ``t`` cached ones) and any positions whose
+    range is no wider. Wider positions fail a run-time check there (never a
+    clipped, wrong encoding); compute them eagerly. (A trace keeps ``L`` of its
+    traced length: longer inputs fail the check.)
 
     Shapes:
         query_positions: ``(B, i)``; key_positions: ``(B, j)``
     """
-    if not torch.compiler.is_compiling():
+    if not (torch.compiler.is_compiling() or torch.jit.is_tracing()):
         return max(
             abs(int(query_positions.max() - key_positions.min())),
             abs(int(query_positions.min() - key_positions.max())),
@@ -141,7 +143,7 @@ def distance_reach(
     widest = torch.maximum(ahead.abs(), behind.abs()).max()
     torch._assert_async(
         widest <= reach,
-        "Transformer-XL under torch.compile/export covers distances up to "
+        "Transformer-XL compiled, exported or traced covers distances up to "
         "max(i, j) - 1 only; these positions are further apart: run them eagerly",
     )
     return reach
