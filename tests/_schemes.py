@@ -1,39 +1,25 @@
-"""Every attention the library registers, built small, for the compile and export
-tests: each scheme of ``relpos.schemes.ATTENTIONS`` plus DeBERTa's attention with
-clipped distances and with log buckets."""
+"""Every attention module of ``_every.MODULES`` (the registry's schemes, DeBERTa's
+two forms, content attention) in float32, with the inputs the compile and export
+tests share."""
 
 from __future__ import annotations
 
 import torch
 
 import relpos
-from relpos.schemes import ATTENTIONS
-
-HIDDEN, HEADS = 16, 2
-
-#: DeBERTa's two forms: clipped at k = 4, and 4 log buckets up to distance 16.
-DEBERTA = {
-    "deberta": dict(max_relative_positions=4),
-    "deberta-log": dict(max_relative_positions=16, position_buckets=4),
-}
+from _every import HIDDEN, MODULES
+from _every import build as build_float64
 
 
 def scheme_names() -> list[str]:
-    """The registry's schemes, then DeBERTa's two forms."""
-    return [*ATTENTIONS, *DEBERTA]
+    """Every module's name, read from the registries (``_every.MODULES``)."""
+    return list(MODULES)
 
 
 def build(name: str, backend: str, causal: bool = False) -> relpos.SelfAttention:
-    """Scheme ``name``'s attention on ``backend``, in eval mode, from seed 0."""
-    torch.manual_seed(0)
-    if name in DEBERTA:
-        module = relpos.DisentangledSelfAttention(
-            HIDDEN, HEADS, backend=backend, causal=causal, **DEBERTA[name]
-        )
-    else:
-        module = ATTENTIONS[name](HIDDEN, HEADS, causal=causal)
-        module.backend = backend  # every scheme runs on every kernel
-    return module.eval()
+    """Module ``name`` on ``backend`` in float32 (flex compiles float32 on the CPU).
+    """
+    return build_float64(name, backend, causal=causal, dtype=torch.float32)
 
 
 def padded(batch: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
