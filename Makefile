@@ -3,7 +3,7 @@
 # each with only the extras it needs (pyproject.toml):
 #   make book, make pdf   .[site]                        (no jupyterlab, no nbgrader)
 #   make student          .[student]                     (nbgrader and its jupyterlab)
-#   make test, make env   .[site,student,test,interop]   (the suite builds both)
+#   make test, make env   .[site,student,test,interop,export] (the suite builds both)
 # On Linux without a GPU, PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu
 # before `make` installs the CPU build of torch instead of the multi-GB CUDA one.
 
@@ -34,7 +34,7 @@ $(STUDENT_ENV): pyproject.toml constraints.txt | $(BIN)/python
 	touch $@
 
 $(TEST_ENV): pyproject.toml constraints.txt | $(BIN)/python
-	$(PIP_INSTALL) -e ".[site,student,test,interop]"
+	$(PIP_INSTALL) -e ".[site,student,test,interop,export]"
 	touch $@ $(SITE_ENV) $(STUDENT_ENV)
 
 book: $(SITE_ENV)

@@ -360,10 +360,13 @@ class SelfAttention(nn.Module):
             context = attend(
                 query, key, value, terms, prepared.mask, self.scale, dropout_p
             )  # (b, h, i, d)
-        b, _, n, _ = context.shape
-        # reshape, not a view: a fused kernel's output may be laid out head-last
-        context = context.transpose(1, 2).reshape(b, n, self.hidden_size)
-        # context: (b, n, hidden)
+        context = context.transpose(1, 2)  # (b, n, h, d)
+        if torch.compiler.is_compiling():
+            # A copy first: torch.export records reshape/flatten as a view where the
+            # traced layout allows it, and ONNX's decompositions can lay a fused
+            # kernel's output out otherwise, where it does not (a clone stays one).
+            context = context.clone(memory_format=torch.contiguous_format)
+        context = context.flatten(-2)  # (b, n, hidden)
         return (context, scores) if return_scores else context
 
     def forward(
@@ -541,7 +544,10 @@ class SelfAttention(nn.Module):
         if positions is None:
             return torch.arange(past, past + n, device=device)[None]  # (1, n)
         positions = check_int_tensor("positions", positions)
-        if tuple(positions.shape) not in ((n,), (b, n)):
+        # The rank first: comparing (b, n) with (n,) would compare b with n, which
+        # torch.export records as a guard (n != b) on a dynamic length.
+        shape = (positions.dim(), tuple(positions.shape))
+        if shape not in ((1, (n,)), (2, (b, n))):
             got = tuple(positions.shape)
             raise ValueError(
                 f"positions must have shape (n,) = ({n},) or (b, n) = {(b, n)}, "

@@ -26,7 +26,8 @@ mask of 2 or 3 dimensions that holds only zeros is refused too: in the 0/1
 convention it masks everything, in the additive one nothing.
 
 The checks read the mask's values once, at the edge. They are skipped under
-``torch.compile`` (where reading a value would break the graph); the reading
+``torch.compile`` and ``torch.export`` (where reading a value would break the
+graph) and ``torch.jit.trace`` (which would keep the value read); the reading
 itself is branch-free and gives the same answer for every valid mask: a
 float mask is additive when it holds a negative value, else 0/1.
 
@@ -228,7 +229,9 @@ def read_mask(
     mask = attention_mask.to(device=device)
     shape = tuple(mask.shape)
     keys_shape, pairs_shape = (batch, key_len), (batch, query_len, key_len)
-    check = not torch.compiler.is_compiling()
+    # No value reads while compiling (a graph break) or tracing (torch.jit.trace
+    # would keep the value of the traced call for every later one).
+    check = not (torch.compiler.is_compiling() or torch.jit.is_tracing())
     if shape in ((batch, 1, 1, key_len), (batch, 1, query_len, key_len)):
         if mask.dtype == torch.bool:
             keep = mask

@@ -3,22 +3,28 @@
 A host sync on the hot path (``bool(tensor)``, ``int(tensor)``, ``.item()``)
 breaks the graph; with ``fullgraph=True`` that is an error, so these tests fail
 on any such read inside the layers or kernels. Compiling on the CPU takes tens
-of seconds per configuration: few and tiny configurations, marked ``slow``.
+of seconds per configuration with inductor: the registry-wide tests use the
+``aot_eager`` backend (dynamo and autograd tracing, no kernel generation), which
+fails on the same graph breaks; a few configurations run inductor. All ``slow``.
 
-flex: inductor's CPU lowering of FlexAttention inside a larger graph fails in
-this torch ("NoValidChoicesError"), so the flex test traces the whole module
-into one graph with the ``aot_eager`` backend (dynamo and autograd tracing, no
-kernel generation): it still fails on any graph break. With gradients on the
-CPU, flex recomputes its backward with ``torch.autograd.grad`` (the CPU kernel
-has none), which dynamo does not trace: flex is compiled for inference only.
+flex: inside a compiled module the kernel becomes part of the graph (inference).
+Inductor lowers it on the CPU for every scheme but Transformer-XL (torch 2.13's
+CPU lowering of flex_attention reads the score_mod's captured tensors before
+realizing them: a tensor computed in the graph, its lookup and row bias, fails
+with NoValidChoicesError; see ``relpos.backends.flex``). With gradients on the
+CPU, flex runs the gather formulation (the CPU kernel has no backward), compiled
+like gather.
 """
 
 from __future__ import annotations
+
+import copy
 
 import pytest
 import torch
 
 import relpos
+from _schemes import build, padded, scheme_names, shifted_positions
 
 pytestmark = pytest.mark.slow
 
@@ -42,9 +48,9 @@ def test_the_attention_compiles_as_one_graph(backend, compiler):
     x, mask = _inputs()
     table = torch.randn(2 * K, HIDDEN)  # (2k, hidden)
     compiled = torch.compile(module, fullgraph=True, backend=compiler)
-    with torch.no_grad():
-        expected = module(x, table, mask)
-        got = compiled(x, table, mask)
+    with torch.no_grad():  # relpos 0.3's call (0.2's warns: a graph break)
+        expected = module(x, mask, rel_embeddings=table)
+        got = compiled(x, mask, rel_embeddings=table)
     torch.testing.assert_close(got[:, :4], expected[:, :4], rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(got[0], expected[0], rtol=1e-5, atol=1e-5)
 
@@ -65,3 +71,76 @@ def test_the_encoder_compiles_as_one_graph_with_gradients(backend, compiler):
     (grad_expected,) = torch.autograd.grad(expected.sum(), encoder.table.weight)
     (grad_got,) = torch.autograd.grad(got.sum(), encoder.table.weight)
     torch.testing.assert_close(grad_got, grad_expected, rtol=1e-5, atol=1e-5)
+
+
+def _compiled_equals_eager(
+    module, kwargs, *, grad: bool, compiler="aot_eager", eager_backend=None
+):
+    """The compiled module equals the module run eagerly (on ``eager_backend``).
+    """
+    x = kwargs.pop("x")
+    x.requires_grad_(grad)
+    compiled = torch.compile(module, fullgraph=True, backend=compiler)
+    reference = module
+    if eager_backend is not None:  # the same weights on another kernel
+        reference = copy.deepcopy(module)
+        reference.backend = eager_backend
+    with torch.set_grad_enabled(grad):
+        expected = reference(x, **kwargs)
+        got = compiled(x, **kwargs)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    if grad:
+        (grad_expected,) = torch.autograd.grad(expected.sum(), x)
+        (grad_got,) = torch.autograd.grad(got.sum(), x)
+        torch.testing.assert_close(grad_got, grad_expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["padded", "causal"])
+@pytest.mark.parametrize("backend", ["naive", "gather"])
+@pytest.mark.parametrize("name", scheme_names())
+def test_every_scheme_compiles_as_one_graph(name, backend, causal):
+    # Padded and per-sequence positions; causal with padding and default positions.
+    torch._dynamo.reset()
+    module = build(name, backend, causal)
+    x, mask = padded(2, 6)
+    kwargs = dict(x=x, attention_mask=mask)
+    if not causal:
+        kwargs["positions"] = shifted_positions(2, 6)
+    _compiled_equals_eager(module, kwargs, grad=True)
+
+
+@pytest.mark.parametrize("name", scheme_names())
+def test_every_scheme_compiles_on_flex_for_inference(name):
+    torch._dynamo.reset()
+    # Padded; DeBERTa causal too (its c2p and p2c tables with the causal mask).
+    # Compared with gather eagerly: compiling flex's own eager kernel takes long.
+    module = build(name, "flex", causal=name.startswith("deberta"))
+    x, mask = padded(2, 6)
+    _compiled_equals_eager(
+        module, dict(x=x, attention_mask=mask), grad=False, eager_backend="gather"
+    )
+
+
+@pytest.mark.parametrize("name", ["alibi", "deberta-buckets"])
+def test_flex_compiles_with_inductor_on_the_cpu(name):
+    torch._dynamo.reset()
+    x, mask = padded(2, 6)
+    module = build(name, "flex")
+    _compiled_equals_eager(
+        module, dict(x=x, attention_mask=mask), grad=False, compiler="inductor"
+    )
+
+
+def test_transformer_xl_refuses_compiled_positions_wider_than_its_reach():
+    # Compiled, Transformer-XL encodes distances up to max(i, j) - 1 (from the
+    # shapes, no value read); positions further apart fail a run-time check.
+    torch._dynamo.reset()
+    module = build("transformer_xl", "gather")
+    compiled = torch.compile(module, fullgraph=True, backend="aot_eager")
+    x = torch.randn(2, 6, 16)
+    wide = shifted_positions(2, 6)
+    wide[0, -1] = 40
+    torch.testing.assert_close(compiled(x), module(x))
+    with pytest.raises(RuntimeError, match="covers distances up to max"):
+        compiled(x, positions=wide)
+    assert module(x, positions=wide).isfinite().all()  # eager: any positions

@@ -27,6 +27,21 @@ Where torch's kernel cannot run, this module says so:
   multiple of 16; the sequence is padded to a multiple of 16, its extra keys
   masked out (:func:`run_kernel`).
 
+Compile and export (torch 2.13, CPU; ``tests/test_compile.py``, ``test_export.py``):
+- ``torch.compile(module, fullgraph=True)`` takes the kernel into the module's
+  graph, one graph, for inference, with every scheme. Inductor lowers it for
+  every scheme but Transformer-XL: its CPU lowering of ``flex_attention``
+  (``torch/_inductor/kernel/flex/flex_cpu.py``) reads the score_mod's captured
+  tensors before realizing them, so one computed in the graph (Transformer-XL's
+  lookup and row bias) fails with ``NoValidChoicesError``; ``backend="aot_eager"``
+  or the ``gather`` kernel compile it. That error comes from inductor at compile
+  time, outside this module.
+- With a gradient on the CPU the module runs the gather formulation (above),
+  which compiles like ``gather``, backward included.
+- ``torch.export`` with a dynamic length works (the CPU padding to 16 included),
+  and so does ONNX export (``dynamo=True``), where ``flex_attention`` becomes
+  its dense reference form: onnxruntime then stores the ``n x n`` scores.
+
 Speed on the CPU: the kernel and the table products read the queries, keys and
 values head by head, so they are laid out ``(b, h, n, d)`` in memory first
 (:func:`heads_contiguous`); the module's split into heads is a strided view

@@ -112,6 +112,43 @@ def _transformer_xl_terms(query, key, pos_key, index, content_bias, position_bia
     return global_content[:, :, None, :] + position  # (b, h, i, j)
 
 
+def distance_reach(
+    query_positions: torch.Tensor, key_positions: torch.Tensor
+) -> int:
+    """``L``, the largest ``|i - j|`` the encodings must cover.
+
+    Eager: read from the positions (``int(...)``, a host sync), so that only the
+    distances that occur get an encoding, whatever the positions. Under
+    ``torch.compile`` and ``torch.export`` a value read would break the graph (or
+    make the number of encodings data-dependent, which ``torch.export`` and ONNX
+    refuse), and ``torch.jit.trace`` would keep the value of the traced call, so
+    ``L`` comes from the shapes: ``max(i, j) - 1``, which covers the default
+    positions (``0 .. n - 1``, after ``t`` cached ones) and any positions whose
+    range is no wider. Wider positions fail a run-time check there (never a
+    clipped, wrong encoding); compute them eagerly. (A trace keeps ``L`` of its
+    traced length: longer inputs fail the check.)
+
+    Shapes:
+        query_positions: ``(B, i)``; key_positions: ``(B, j)``
+    """
+    if not (torch.compiler.is_compiling() or torch.jit.is_tracing()):
+        return max(
+            abs(int(query_positions.max() - key_positions.min())),
+            abs(int(query_positions.min() - key_positions.max())),
+        )
+    reach = max(query_positions.shape[-1], key_positions.shape[-1]) - 1
+    # The widest distance within each sequence (a distance never spans two rows).
+    ahead = query_positions.amax(-1) - key_positions.amin(-1)  # (B,)
+    behind = key_positions.amax(-1) - query_positions.amin(-1)  # (B,)
+    widest = torch.maximum(ahead.abs(), behind.abs()).max()
+    torch._assert_async(
+        widest <= reach,
+        "Transformer-XL compiled, exported or traced covers distances up to "
+        "max(i, j) - 1 only; these positions are further apart: run them eagerly",
+    )
+    return reach
+
+
 class TransformerXLSelfAttention(SchemeSelfAttention):
     """Self-attention with Transformer-XL's relative terms (no segment memory).
 
@@ -176,16 +213,13 @@ class TransformerXLSelfAttention(SchemeSelfAttention):
     ) -> PositionTerms:
         """``R`` of every distance that occurs, as c2p rows and a bias ``(v - u) . R``.
 
-        The range of distances is read from the positions (``int(...)``, a host
-        sync): the encodings are made for the distances that occur only.
+        The encodings are made for the range of distances ``[-L, L]``
+        (:func:`distance_reach`).
 
         Shapes:
             query_positions: ``(B, i)``; key_positions: ``(B, j)``
         """
-        reach = max(
-            abs(int(query_positions.max() - key_positions.min())),
-            abs(int(query_positions.min() - key_positions.max())),
-        )
+        reach = distance_reach(query_positions, key_positions)
         device = query_positions.device
         distances = torch.arange(-reach, reach + 1, device=device)  # (2L + 1,)
         dtype = self.pos_key_proj.weight.dtype
@@ -199,7 +233,12 @@ class TransformerXLSelfAttention(SchemeSelfAttention):
         )
 
 
-__all__ = ["TransformerXLSelfAttention", "sinusoidal_encoding", "transformer_xl_terms"]
+__all__ = [
+    "TransformerXLSelfAttention",
+    "distance_reach",
+    "sinusoidal_encoding",
+    "transformer_xl_terms",
+]
 
 
 # -- registration (relpos.schemes.registry) -------------------------------------------
