@@ -250,8 +250,8 @@ class DisentangledModel(nn.Module):
         vocab_size: number of token ids.
         num_layers, hidden_size, num_heads, intermediate_size: as for
             ``DisentangledEncoder``.
-        embedding_size, position_biased_input, max_position_embeddings,
-            type_vocab_size, pad_token_id: as for ``Embeddings``.
+        embedding_size, position_biased_input, type_vocab_size: as for ``Embeddings``.
+        max_position_embeddings, pad_token_id: as for ``Embeddings``.
         dropout: ``hidden_dropout_prob``, on the embeddings' output and
             everywhere the encoder uses it.
         attention_dropout: ``attention_probs_dropout_prob``; ``None`` means

@@ -119,8 +119,9 @@ class KerpleBias(nn.Module):
         kernel: ``"log"`` or ``"power"``.
 
     Attributes:
-        raw_r1, raw_r2: ``(h,)`` unconstrained parameters; ``r1`` and ``r2`` are
-            the constrained values the kernel reads.
+        raw_r1: ``(h,)`` unconstrained; ``r1``, the value the kernel reads, is its
+            positive transform.
+        raw_r2: ``(h,)`` unconstrained; likewise for ``r2``.
 
     Shapes:
         forward: rel ``(i, j)`` -> ``(h, i, j)``
