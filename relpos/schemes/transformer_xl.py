@@ -214,7 +214,7 @@ class TransformerXLSelfAttention(SchemeSelfAttention):
         """``R`` of every distance that occurs, as c2p rows and a bias ``(v - u) . R``.
 
         The encodings are made for the range of distances ``[-L, L]``
-        (:func:`distance_reach`).
+        (``distance_reach`` in this module).
 
         Shapes:
             query_positions: ``(B, i)``; key_positions: ``(B, j)``
