@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import statistics
 from typing import Any
 
 import torch
@@ -194,6 +195,72 @@ def alignment_record(
     }
 
 
+def closer_means(record: dict[str, Any], length: int, far: bool) -> float | None:
+    """The mean loss over the closers far (``d >= record["far"]``) or near, at ``length``.
+
+    Weighted by the closers of each bin; None when there are none.
+    """
+    reading = record["lengths"][str(length)]
+    total, count = 0.0, 0
+    for edge, loss, n in zip(reading["bins"], reading["loss"], reading["count"]):
+        if loss is not None and (edge >= record["far"]) == far:
+            total += loss * n
+            count += n
+    return total / count if count else None
+
+
+def opener_effect(record: dict[str, Any], short: int, long: int) -> float:
+    """How much an opener beyond ``L`` lowers the loss, net of the position's cost.
+
+    ``(far at L - far at 16L) - (near at L - near at 16L)``: the far closers'
+    gain from the longer window (their opener comes into sight) minus the near
+    closers' (whose opener is in sight in both, so theirs is the cost of sitting
+    at position ``16 L - 1``). Positive: the far opener helps.
+    """
+    values = [
+        closer_means(record, n, far) for far in (True, False) for n in (short, long)
+    ]
+    if any(v is None for v in values):
+        raise ValueError("record must hold far and near closers at both lengths")
+    far_short, far_long, near_short, near_long = values
+    return (far_short - far_long) - (near_short - near_long)
+
+
+def summarize_alignment(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per (setting, scheme) of a text sweep: closer losses and the opener effect.
+
+    Rows: ``setting``, ``scheme``, ``far_long`` and ``near_long`` (mean closer
+    loss at ``16 L`` over the seeds, nats), ``far_short``, ``near_short`` (at
+    ``L``), ``effect`` (:func:`opener_effect`, one per seed), ``far_count``.
+    """
+    short = result["config"]["train_length"]
+    long = max(result["config"]["eval_lengths"])
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for run in result["runs"]:
+        record = run["alignment"]
+        row = rows.setdefault(
+            (run["setting"], run["scheme"]),
+            {"setting": run["setting"], "scheme": run["scheme"], "effect": []},
+        )
+        for name, n, far in (
+            ("far_long", long, True),
+            ("near_long", long, False),
+            ("far_short", short, True),
+            ("near_short", short, False),
+        ):
+            row.setdefault(name + "_seeds", []).append(closer_means(record, n, far))
+        row["effect"].append(opener_effect(record, short, long))
+        far_counts = record["lengths"][str(long)]["count"]
+        edges = record["lengths"][str(long)]["bins"]
+        row["far_count"] = sum(
+            c for e, c in zip(edges, far_counts) if e >= record["far"]
+        )
+    for row in rows.values():
+        for name in ("far_long", "near_long", "far_short", "near_short"):
+            row[name] = statistics.fmean(row.pop(name + "_seeds"))
+    return list(rows.values())
+
+
 __all__ = [
     "CLOSER_BATCH",
     "DISTANCE_BINS",
@@ -201,6 +268,9 @@ __all__ = [
     "alignment_record",
     "chosen_closers",
     "closer_losses",
+    "closer_means",
     "distance_bin",
     "opener_distances",
+    "opener_effect",
+    "summarize_alignment",
 ]
