@@ -83,7 +83,9 @@ def test_the_rules_read_the_seeds_they_are_given():
     cloned = copy.deepcopy(causal)
     for run in [r for r in cloned["runs"] if r["scheme"] == "alibi"]:
         twin = next(
-            r for r in cloned["runs"] if r["scheme"] == "none" and r["seed"] == run["seed"]
+            r
+            for r in cloned["runs"]
+            if r["scheme"] == "none" and r["seed"] == run["seed"]
         )
         run["eval"] = copy.deepcopy(twin["eval"])
         run["eval"]["1024"]["per_position"] = [

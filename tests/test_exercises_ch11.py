@@ -1,4 +1,4 @@
-"""The checks of chapter 11's exercises accept the right answers and explain wrong ones."""
+"""Chapter 11's exercise checks accept the right answers and explain wrong ones."""
 
 from __future__ import annotations
 

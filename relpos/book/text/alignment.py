@@ -1,4 +1,4 @@
-"""Linguistic alignment, measured: the loss at a closing bracket, by its opener's distance.
+"""Linguistic alignment, measured: the loss at a closer by its opener's distance.
 
 The claim of chapter 1 ("relative positions match how language works: what
 matters is how far back a word is, not where it sits") is made falsifiable
@@ -196,7 +196,7 @@ def alignment_record(
 
 
 def closer_means(record: dict[str, Any], length: int, far: bool) -> float | None:
-    """The mean loss over the closers far (``d >= record["far"]``) or near, at ``length``.
+    """The mean loss at the closers far (``d >= record["far"]``) or near, at ``length``.
 
     Weighted by the closers of each bin; None when there are none.
     """

@@ -173,7 +173,8 @@ def train_objectives(
     """
     if not objectives or any(o not in OBJECTIVES for o in objectives):
         raise ValueError(
-            f"objectives must be a non-empty tuple from {OBJECTIVES}, got {objectives!r}"
+            f"objectives must be a non-empty tuple from {OBJECTIVES}, "
+            f"got {objectives!r}"
         )
     check_int("measure_every", measure_every, minimum=1)
     check_int("valid_windows", valid_windows, minimum=1)
