@@ -10,8 +10,11 @@ on non-overlapping windows of the test split, with bits per byte and the loss
 at every position of the window (``train``). Each scheme's learning rate is
 tuned on validation text at ``L`` over a grid extended until it brackets the
 best rate (``tuning``); ``alignment`` reads the loss at closing brackets and
-quotes by their opener's distance, inside and beyond ``L``; ``sweep`` runs
-every (setting, scheme, seed) through the
+quotes by their opener's distance, inside and beyond ``L``; ``gradients``
+measures where a positional and a content objective's gradients meet
+(``python -m relpos.book.text.gradients``); ``verdicts`` turns the results into
+the four seed claims' records of ``results/claims.json`` (``python -m
+relpos.book.text.verdicts``); ``sweep`` runs every (setting, scheme, seed) through the
 experiments' executors and runs folder, and ``cli`` is ``python -m
 relpos.book.text``.
 
