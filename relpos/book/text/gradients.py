@@ -287,7 +287,7 @@ def interference_study(
 
 #: The study behind ``results/text_gradients.json`` (one layer, width 32).
 STUDY = dict(
-    steps=100, batch_size=16, num_layers=1, hidden_size=32, learning_rate=3e-3
+    steps=300, batch_size=16, num_layers=1, hidden_size=32, learning_rate=3e-3
 )
 
 
