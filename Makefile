@@ -140,8 +140,8 @@ text-sweeps: $(TEST_ENV)
 	$(TEXT_AFTER)
 
 # What chapter 11 reads: the cut sweep (300 steps, one rate, 16 KiB per length,
-# eight schemes; about 45 minutes on two shared cores), the two-objective study
-# (about 5 minutes) and the ledger of claims computed from them. A results file
+# eight schemes; about 40 minutes on two shared cores), the two-objective study
+# (about 2 minutes) and the ledger of claims computed from them. A results file
 # refuses runs of another config: remove text_*.json before switching targets.
 TEXT_SHORT := $(BIN)/python -m relpos.book.text --runs-dir .sweep-runs --quiet \
 	--schemes none,absolute,sinusoidal,rotary,t5,alibi,deberta,deberta-buckets \
