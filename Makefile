@@ -17,7 +17,7 @@ TEST_ENV := $(VENV)/.installed-test
 # Where `make lock` finds torch's CPU wheels (overridable, e.g. with --find-links DIR).
 TORCH_CPU ?= --extra-index-url https://download.pytorch.org/whl/cpu
 
-.PHONY: book test unit unit-slow unit-grading unit-fast notebooks site colab clean env student pdf lock sweeps text-sweeps slides
+.PHONY: book test unit unit-slow unit-grading unit-fast notebooks site colab clean env student pdf lock sweeps text-sweeps text-sweeps-short slides
 
 env: $(TEST_ENV)
 
@@ -137,6 +137,24 @@ TEXT := $(BIN)/python -m relpos.book.text --runs-dir .sweep-runs --quiet \
 text-sweeps: $(TEST_ENV)
 	$(TEXT) --setting causal --output $(RESULTS)/text_causal.json
 	$(TEXT) --setting masked --output $(RESULTS)/text_masked.json
+	$(TEXT_AFTER)
+
+# What chapter 11 reads: the cut sweep (300 steps, one rate, 16 KiB per length,
+# eight schemes; about 40 minutes on two shared cores), the two-objective study
+# (about 2 minutes) and the ledger of claims computed from them. A results file
+# refuses runs of another config: remove text_*.json before switching targets.
+TEXT_SHORT := $(BIN)/python -m relpos.book.text --runs-dir .sweep-runs --quiet \
+	--schemes none,absolute,sinusoidal,rotary,t5,alibi,deberta,deberta-buckets \
+	--seeds 0,1,2 --train-length 64 --eval-lengths 64,128,256,512,1024 \
+	--eval-bytes 16384 --steps 300 --learning-rates 0.003 --workers 2
+TEXT_AFTER = $(BIN)/python -m relpos.book.text.gradients \
+	  --output $(RESULTS)/text_gradients.json && \
+	$(BIN)/python -m relpos.book.text.verdicts
+
+text-sweeps-short: $(TEST_ENV)
+	$(TEXT_SHORT) --setting causal --output $(RESULTS)/text_causal.json
+	$(TEXT_SHORT) --setting masked --output $(RESULTS)/text_masked.json
+	$(TEXT_AFTER)
 
 # The student edition: every chapter without its solutions (the code between
 # nbgrader's ### BEGIN/END SOLUTION markers becomes a stub; the check stays).

@@ -75,6 +75,11 @@ WRONG: dict[str, tuple[str, str, str]] = {
         "first_untrained[scheme] = found[0] if found else longer[0]",
         "is not what coverage predicts",
     ),
+    "ch11-ex2": (
+        'r["eval"][str(longest)]["bpb"] - r["eval"][str(L)]["bpb"]',
+        'r["eval"][str(L)]["bpb"] - r["eval"][str(longest)]["bpb"]',
+        "the signs are flipped",
+    ),
 }
 
 

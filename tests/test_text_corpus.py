@@ -7,6 +7,8 @@ per process, a few seconds; the test that builds it twice more is slow).
 
 from __future__ import annotations
 
+import platform
+
 import pytest
 import torch
 
@@ -154,3 +156,21 @@ def test_encode_decode_round_trip_and_bad_input():
 
 def test_the_licence_is_stated():
     assert "PSF License Agreement" in text_corpus.__doc__
+
+
+@pytest.mark.parametrize(
+    "name", ["text_causal.json", "text_masked.json", "text_gradients.json"]
+)
+def test_the_stored_results_name_this_corpus_on_their_python(corpus, name):
+    """A rebuilt corpus has the hash the results record (same Python version only)."""
+    from relpos.book import results
+
+    recorded = results.load(name)["corpus"]
+    assert recorded["kind"] == "docstrings" and len(recorded["sha256"]) == 64
+    if recorded["python"] != platform.python_version():
+        pytest.skip(
+            f"{name} was measured on Python {recorded['python']}, this is "
+            f"{platform.python_version()}: another standard library, another hash"
+        )
+    assert recorded["sha256"] == corpus.sha256
+    assert recorded["bytes"] == corpus.size

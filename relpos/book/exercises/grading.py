@@ -74,6 +74,8 @@ GRADING: dict[str, Grading] = {
     "ch10-ex1": _hidden(1, "a table of test lengths"),
     "ch10-ex2": _visible(4, "a scheme builder and its trained run"),
     "ch10-ex3": _hidden(1, "a table of accuracy differences"),
+    "ch11-ex1": _visible(2, "a function"),
+    "ch11-ex2": _hidden(1, "a table of bits-per-byte differences"),
 }
 
 

@@ -9,7 +9,12 @@ byte) or masked (DeBERTa's objective), with the experiments' ``TinyModel``
 on non-overlapping windows of the test split, with bits per byte and the loss
 at every position of the window (``train``). Each scheme's learning rate is
 tuned on validation text at ``L`` over a grid extended until it brackets the
-best rate (``tuning``); ``sweep`` runs every (setting, scheme, seed) through the
+best rate (``tuning``); ``alignment`` reads the loss at closing brackets and
+quotes by their opener's distance, inside and beyond ``L``; ``gradients``
+measures where a positional and a content objective's gradients meet
+(``python -m relpos.book.text.gradients``); ``verdicts`` turns the results into
+the four seed claims' records of ``results/claims.json`` (``python -m
+relpos.book.text.verdicts``); ``sweep`` runs every (setting, scheme, seed) through the
 experiments' executors and runs folder, and ``cli`` is ``python -m
 relpos.book.text``.
 
@@ -23,6 +28,7 @@ Shape legend:
     stream: ``(bytes,)`` uint8; inputs, targets: ``(b, n)``
 """
 
+from .alignment import alignment_record, closer_losses, opener_distances
 from .config import SETTINGS, TextConfig, data_seed, model_seed
 from .corpus import (
     KINDS,
@@ -47,6 +53,8 @@ __all__ = [
     "SPLITS",
     "Corpus",
     "TextConfig",
+    "alignment_record",
+    "closer_losses",
     "build_corpus",
     "data_seed",
     "decode",
@@ -57,6 +65,7 @@ __all__ = [
     "mask_bytes",
     "merge_results",
     "model_seed",
+    "opener_distances",
     "run_text",
     "run_text_sweep",
     "split_of",

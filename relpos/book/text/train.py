@@ -40,6 +40,7 @@ from ..experiments.config import derive_seed
 from ..experiments.model import TinyModel, count_parameters
 from ..experiments.train import deterministic, optimise
 from ..experiments.tuning import mean_final_loss
+from .alignment import alignment_record
 from .config import TextConfig, data_seed, model_seed
 from .corpus import Corpus, stdlib_corpus
 from .lm import IGNORE, language_model, objective_batch, token_losses
@@ -191,16 +192,21 @@ def run_text(config: TextConfig) -> dict[str, Any]:
 
     The record: setting, scheme, seed, learning rate, model seed, parameters,
     mean final training loss, training and evaluation seconds, and ``eval``
-    (:func:`evaluate_text` on the test stream).
+    (:func:`evaluate_text` on the test stream), and ``alignment``
+    (``alignment.alignment_record``: the loss at closing brackets and quotes by
+    their opener's distance, at ``L`` and the longest length).
     """
     corpus = corpus_of(config)
     trained = train_text(config, corpus.stream("train"))
     start = time.perf_counter()
-    measured = evaluate_text(trained.model, config, corpus.stream("test"))
+    test = corpus.stream("test")
+    measured = evaluate_text(trained.model, config, test)
+    closers = alignment_record(trained.model, config, test)
     return {
         **_identity(config, trained),
         "eval_seconds": time.perf_counter() - start,
         "eval": measured,
+        "alignment": closers,
     }
 
 

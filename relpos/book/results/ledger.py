@@ -1,0 +1,165 @@
+"""The claims ledger: every verdict of the book, one record each, checked on load.
+
+``claims.json`` (in this folder) is ``{"schema": 1, "claims": [record, ...]}``;
+a record::
+
+    {"id": "text-length", "chapter": 11, "claim": "...",
+     "verdict": "holds" | "fails" | "qualified" | "untested",
+     "mechanism": "why the verdict is what it is",
+     "evidence": {"file": "text_causal.json", "keys": ["summary", ...]},
+     "seeds": 3,
+     "interval": [low, high],        # only (and always) when seeds >= 10
+     "intervention": "what was changed to test the mechanism",   # when one ran
+     "seed_claim": "generalisation" | "length" | "linguistic" | "gradient"}
+
+``seed_claim`` marks the four claims chapter 1 makes for relative positions
+(at most one record each). :func:`check_record` refuses a record that breaks
+the schema (ValueError naming the field); :func:`load_ledger` reads and checks
+the file, every ``evidence.file`` among the committed results and every key a
+top-level key of it; :func:`verdict_rows` gives the rows of a verdict table.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+#: The verdicts a record may carry.
+VERDICTS = ("holds", "fails", "qualified", "untested")
+#: The four claims chapter 1 makes for relative positions.
+SEED_CLAIMS = ("generalisation", "length", "linguistic", "gradient")
+#: The ledger's JSON schema.
+LEDGER_SCHEMA = 1
+#: Seeds from which a record must give an interval.
+INTERVAL_SEEDS = 10
+REQUIRED = ("id", "chapter", "claim", "verdict", "mechanism", "evidence", "seeds")
+OPTIONAL = ("interval", "intervention", "seed_claim")
+
+
+def _text(record: dict[str, Any], name: str) -> str:
+    value = record.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"record {name} must be a non-empty str, got {value!r}")
+    return value
+
+
+def check_record(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` if it follows the schema, else ValueError naming the field."""
+    if not isinstance(record, dict):
+        raise TypeError(f"record must be a dict, got {type(record).__name__}")
+    missing = [name for name in REQUIRED if name not in record]
+    unknown = sorted(set(record) - set(REQUIRED) - set(OPTIONAL))
+    if missing or unknown:
+        raise ValueError(f"record must hold {REQUIRED} (+ {OPTIONAL}); "
+                         f"missing {missing}, unknown {unknown}")
+    for name in ("id", "claim", "mechanism"):
+        _text(record, name)
+    chapter, seeds = record["chapter"], record["seeds"]
+    if isinstance(chapter, bool) or not isinstance(chapter, int) or chapter < 1:
+        raise ValueError(f"record chapter must be an int >= 1, got {chapter!r}")
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 0:
+        raise ValueError(f"record seeds must be an int >= 0, got {seeds!r}")
+    if record["verdict"] not in VERDICTS:
+        raise ValueError(f"record verdict must be one of {VERDICTS}, "
+                         f"got {record['verdict']!r}")
+    evidence = record["evidence"]
+    if (
+        not isinstance(evidence, dict)
+        or set(evidence) != {"file", "keys"}
+        or not isinstance(evidence["file"], str)
+        or not isinstance(evidence["keys"], list)
+        or not all(isinstance(k, str) for k in evidence["keys"])
+    ):
+        raise ValueError("record evidence must be {'file': str, 'keys': [str, ...]}, "
+                         f"got {evidence!r}")
+    has_interval = "interval" in record
+    if (seeds >= INTERVAL_SEEDS) != has_interval:
+        raise ValueError(f"record interval must be given exactly when seeds >= "
+                         f"{INTERVAL_SEEDS} (seeds={seeds})")
+    if has_interval:
+        low_high = record["interval"]
+        if (
+            not isinstance(low_high, list)
+            or len(low_high) != 2
+            or not all(isinstance(v, (int, float)) for v in low_high)
+            or low_high[0] > low_high[1]
+        ):
+            raise ValueError(f"record interval must be [low, high], got {low_high!r}")
+    if "intervention" in record:
+        _text(record, "intervention")
+    if "seed_claim" in record and record["seed_claim"] not in SEED_CLAIMS:
+        raise ValueError(f"record seed_claim must be one of {SEED_CLAIMS}, "
+                         f"got {record['seed_claim']!r}")
+    if record["verdict"] != "untested" and seeds < 1 and "intervention" not in record:
+        raise ValueError("record seeds must be >= 1 for a verdict other than "
+                         "'untested' (or an intervention must be named)")
+    return record
+
+
+def check_ledger(ledger: dict[str, Any], folder: Path | None = None) -> list[dict]:
+    """The records of ``ledger``, each checked; ids and seed claims unique.
+
+    With ``folder`` (the results folder), each evidence file must be in it and
+    each key a top-level key of its JSON.
+    """
+    if not isinstance(ledger, dict) or ledger.get("schema") != LEDGER_SCHEMA:
+        raise ValueError(f"ledger must be a dict with schema {LEDGER_SCHEMA}")
+    records = [check_record(r) for r in ledger.get("claims", [])]
+    ids = [r["id"] for r in records]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"ledger ids must be unique, got {ids}")
+    seeded = [r["seed_claim"] for r in records if "seed_claim" in r]
+    if len(set(seeded)) != len(seeded):
+        raise ValueError(f"ledger must hold each seed_claim once, got {seeded}")
+    if folder is not None:
+        for record in records:
+            file = Path(folder) / record["evidence"]["file"]
+            if not file.is_file():
+                raise ValueError(f"record {record['id']} evidence file {file.name} "
+                                 "is not among the results")
+            data = json.loads(file.read_text(encoding="utf-8"))
+            absent = [k for k in record["evidence"]["keys"] if k not in data]
+            if absent:
+                raise ValueError(f"record {record['id']} evidence keys {absent} "
+                                 f"are not in {file.name}")
+    return records
+
+
+def load_ledger(path: str | Path | None = None) -> list[dict[str, Any]]:
+    """The checked records of ``claims.json`` (default: the committed one)."""
+    path = Path(__file__).with_name("claims.json") if path is None else Path(path)
+    ledger = json.loads(path.read_text(encoding="utf-8"))
+    return check_ledger(ledger, path.parent)
+
+
+def verdict_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The rows of the seed claims' verdict table, in :data:`SEED_CLAIMS` order.
+
+    Each row: ``claim`` (the seed claim's name), ``verdict``, ``mechanism`` and
+    ``evidence`` (the file and its keys).
+    """
+    by_claim = {r["seed_claim"]: r for r in records if "seed_claim" in r}
+    return [
+        {
+            "claim": name,
+            "verdict": by_claim[name]["verdict"],
+            "mechanism": by_claim[name]["mechanism"],
+            "evidence": f"{by_claim[name]['evidence']['file']}: "
+            + ", ".join(by_claim[name]["evidence"]["keys"]),
+        }
+        for name in SEED_CLAIMS
+        if name in by_claim
+    ]
+
+
+__all__ = [
+    "INTERVAL_SEEDS",
+    "LEDGER_SCHEMA",
+    "SEED_CLAIMS",
+    "VERDICTS",
+    "check_ledger",
+    "check_record",
+    "load_ledger",
+    "verdict_rows",
+]
