@@ -5,18 +5,16 @@ reading one convention as another silently inverts the attention (an additive
 ``0 / -1e9`` mask read as ``0 / 1`` keeps exactly the padding). ``read_mask``
 accepts these, and refuses anything else with an error that names them:
 
-==================  =============================  ==================================
-shape               dtype                          meaning
-==================  =============================  ==================================
-``(b, n)``          bool                           True: a token; False: padding
-``(b, n)``          integer or float, 0 and 1      1: a token; 0: padding
-``(b, n)``          float, 0 and large negatives   additive: 0 a token, <= -1e4 padding
-``(b, n, n)``       as the three above             per pair ``(query i, key j)``
-``(b, 1, 1, n)``    float                          ``transformers``' extended key mask
-``(b, 1, n, n)``    float                          ``transformers``' extended pair mask
-``(b, 1, 1, n)``    bool                           True: may attend (as torch's sdpa)
-``(b, 1, n, n)``    bool                           True: may attend (as torch's sdpa)
-==================  =============================  ==================================
+- ``(b, n)`` bool: True for a token, False for padding;
+- ``(b, n)`` integer or float holding 0 and 1: 1 for a token, 0 for padding;
+- ``(b, n)`` float holding 0 and large negatives: additive, 0 for a token, <= -1e4
+  for padding;
+- ``(b, n, n)`` in any of the three forms above: one entry per pair ``(query i,
+  key j)``;
+- ``(b, 1, 1, n)`` and ``(b, 1, n, n)`` float: ``transformers``' extended key and
+  pair masks (additive);
+- ``(b, 1, 1, n)`` and ``(b, 1, n, n)`` bool: True where attention is allowed (as
+  torch's ``scaled_dot_product_attention``).
 
 "Large negative" is any value ``<= -1e4`` (``-1e4``, ``-1e9``, the dtype's minimum
 and ``-inf`` all qualify). The 4-D float masks are additive, as ``transformers``
