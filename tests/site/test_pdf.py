@@ -82,13 +82,14 @@ def tags(cell: dict) -> set[str]:
 
 
 def text_outputs(cell: dict) -> list[str]:
-    """The text a code cell prints: streams, and results without an image."""
+    """The text a code cell prints: streams, and results without an image (or
+    markdown: the print edition typesets that as prose, a table say)."""
     texts = []
     for output in cell.get("outputs", []):
         data = output.get("data", {})
         if output.get("output_type") == "stream":
             text = output["text"]
-        elif "text/plain" in data and "image/png" not in data:
+        elif "text/plain" in data and not {"image/png", "text/markdown"} & set(data):
             text = data["text/plain"]
         else:
             continue
