@@ -381,6 +381,6 @@ def test_causal_attention_compiles_as_one_graph(backend, compiler):
     table = _table(module, torch.float32)
     compiled = torch.compile(module, fullgraph=True, backend=compiler)
     with torch.no_grad():
-        expected = module(x, table, mask)
-        got = compiled(x, table, mask)
+        expected = module(x, mask, rel_embeddings=table)
+        got = compiled(x, mask, rel_embeddings=table)
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
