@@ -26,7 +26,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..checks import check_int, check_int_tensor
+from ..checks import check_bool, check_int, check_int_tensor
 from .attention import BiasSelfAttention
 
 
@@ -75,8 +75,7 @@ def alibi_bias(
         output: ``(h, *)``, the dtype of ``slopes``
     """
     rel = check_int_tensor("rel", rel)
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {causal!r}")
+    check_bool("causal", causal)
     if not isinstance(slopes, torch.Tensor) or not slopes.is_floating_point():
         raise TypeError("slopes must be a floating-point tensor of shape (h,)")
     if slopes.dim() != 1:
@@ -105,8 +104,7 @@ class AlibiBias(nn.Module):
     def __init__(self, num_heads: int, causal: bool = False) -> None:
         super().__init__()
         self.num_heads = check_int("num_heads", num_heads, minimum=1)
-        if not isinstance(causal, bool):
-            raise TypeError(f"causal must be a bool, got {causal!r}")
+        check_bool("causal", causal)
         self.causal = causal
         self.register_buffer("slopes", alibi_slopes(self.num_heads), persistent=False)
 
@@ -163,8 +161,7 @@ class AlibiSelfAttention(BiasSelfAttention):
         causal: bool = False,
         backend: str = "gather",
     ) -> None:
-        if not isinstance(causal, bool):
-            raise TypeError(f"causal must be a bool, got {causal!r}")
+        check_bool("causal", causal)
         bias = AlibiBias(check_int("num_heads", num_heads, minimum=1), causal=causal)
         super().__init__(
             hidden_size, num_heads, bias, dropout, causal=causal, backend=backend

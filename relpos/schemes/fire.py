@@ -51,8 +51,8 @@ import numbers
 import torch
 from torch import nn
 
-from ..checks import check_int, check_int_tensor
-from .attention import BiasSelfAttention, _relative_distances
+from ..checks import check_bool, check_int, check_int_tensor
+from .attention import BiasSelfAttention
 
 #: Added to the normaliser ``psi(max(L, i, j))`` before dividing (the paper's code).
 EPS = 1e-6
@@ -117,8 +117,7 @@ def fire_input(
     """
     rel = check_int_tensor("rel", rel)
     query_position = check_int_tensor("query_position", query_position)
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {causal!r}")
+    check_bool("causal", causal)
     c = _check_scalar("c", c)
     if not isinstance(threshold, torch.Tensor):
         threshold = _check_positive("threshold", threshold)
@@ -165,8 +164,7 @@ class FireBias(nn.Module):
         self.width = check_int("width", width, minimum=1)
         c = _check_positive("c", c)
         threshold = _check_positive("threshold", threshold)
-        if not isinstance(causal, bool):
-            raise TypeError(f"causal must be a bool, got {causal!r}")
+        check_bool("causal", causal)
         self.causal = causal
         self.first = nn.Linear(1, self.width)
         self.second = nn.Linear(self.width, self.num_heads)
@@ -262,8 +260,7 @@ class FireSelfAttention(BiasSelfAttention):
         causal: bool = False,
         backend: str = "gather",
     ) -> None:
-        if not isinstance(causal, bool):
-            raise TypeError(f"causal must be a bool, got {causal!r}")
+        check_bool("causal", causal)
         heads = check_int("num_heads", num_heads, minimum=1)
         bias = FireBias(heads, width, c, threshold, causal=causal)
         super().__init__(

@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..checks import check_choice, check_int, check_int_tensor
+from ..checks import check_bool, check_choice, check_int, check_int_tensor
 from .attention import BiasSelfAttention
 
 #: The two kernels of the paper.
@@ -219,8 +219,7 @@ class KerpleSelfAttention(BiasSelfAttention):
         causal: bool = False,
         backend: str = "gather",
     ) -> None:
-        if not isinstance(causal, bool):
-            raise TypeError(f"causal must be a bool, got {causal!r}")
+        check_bool("causal", causal)
         bias = KerpleBias(check_int("num_heads", num_heads, minimum=1), kernel)
         super().__init__(
             hidden_size, num_heads, bias, dropout, causal=causal, backend=backend

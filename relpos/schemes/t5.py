@@ -33,7 +33,7 @@ import math
 import torch
 from torch import nn
 
-from ..checks import check_int, check_int_tensor
+from ..checks import check_bool, check_int, check_int_tensor
 from .attention import BiasSelfAttention
 
 
@@ -236,8 +236,7 @@ class T5SelfAttention(BiasSelfAttention):
         backend: str = "gather",
     ) -> None:
         heads = check_int("num_heads", num_heads, minimum=1)
-        if not isinstance(causal, bool):
-            raise TypeError(f"causal must be a bool, got {causal!r}")
+        check_bool("causal", causal)
         if bidirectional is None:
             bidirectional = not causal
         bias = T5Bias(heads, num_buckets, max_distance, bidirectional=bidirectional)
