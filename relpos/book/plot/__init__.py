@@ -16,6 +16,8 @@ One module per idea, every figure importable from here (``plot.index_heatmap``):
 - ``sweep``: a trained sweep's means and spreads, the tables' bands;
 - ``seeds``: a trained sweep with every seed visible;
 - ``landscape``: what each relative scheme adds to a logit against ``i - j``;
+- ``text``: the language models on real text: bits per byte by length and by
+  position, the tuned learning rates;
 - ``_style``: the labelled heatmap, the written matrix and the markers they share.
 
 Shape legend:
@@ -36,6 +38,7 @@ from .scores import score_by_distance, score_heatmap, score_terms, terms_by_dist
 from .seeds import accuracy_grid, band_profiles, data_efficiency, seed_points
 from .streams import disentangled_streams
 from .sweep import experiment_sweep, table_bands
+from .text import bits_by_length, loss_by_position, tuning_curves
 
 __all__ = [
     "relative_position_matrix",
@@ -55,5 +58,8 @@ __all__ = [
     "accuracy_grid",
     "band_profiles",
     "data_efficiency",
+    "bits_by_length",
+    "loss_by_position",
+    "tuning_curves",
     "seed_points",
 ]

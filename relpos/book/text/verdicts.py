@@ -32,6 +32,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from relpos.schemes import REGISTRY
+
 from ..results import ledger
 from .alignment import summarize_alignment
 
@@ -41,8 +43,20 @@ FLAT_BPB = 0.05
 KEPT = 0.9
 #: The cosine beyond which two gradients interfere.
 COSINE = 0.05
-#: The relative schemes judged (those of a sweep among them).
-RELATIVE = ("deberta", "deberta-buckets", "alibi", "t5", "rotary", "shaw")
+#: The relative schemes judged (those of a sweep among them): DeBERTa's two
+#: tables and every scheme the core's registry marks relative. (FIRE is not: its
+#: distance is divided by the query's position; ``deberta-emd`` adds absolute
+#: positions before its last layer.)
+RELATIVE = ("deberta", "deberta-buckets") + tuple(
+    name for name, entry in REGISTRY.items() if entry.relative
+)
+#: Why a relative scheme can meet something new beyond ``L``: said of a scheme
+#: only when the results show it losing there.
+BEYOND_L = {
+    "rotary": "rotary meets rotation angles never trained",
+    "t5": "T5's far buckets are fit only on distances up to L",
+    "transformer_xl": "Transformer-XL meets sinusoids of distances never trained",
+}
 #: The chapter of the text results.
 CHAPTER = 11
 
@@ -101,6 +115,12 @@ def _names(schemes: list[str]) -> str:
     return ", ".join(schemes) if schemes else "none"
 
 
+def _why(failed: list[str]) -> str:
+    """The known reasons of the schemes in ``failed``, as a parenthesis, or ``""``."""
+    reasons = [BEYOND_L[s] for s in failed if s in BEYOND_L]
+    return f" ({'; '.join(reasons)})" if reasons else ""
+
+
 def seed_claim_records(
     causal: dict[str, Any], gradients: dict[str, Any]
 ) -> list[dict[str, Any]]:
@@ -124,6 +144,8 @@ def seed_claim_records(
         c > 0 for c in study["cost_to_content"]
     )
     l_text = causal["config"]["train_length"]
+    not_kept = [s for s in relative if not keeps[s]]
+    rising = [s for s in relative if not flat[s]]
     return [
         {
             "id": "text-generalisation",
@@ -136,8 +158,7 @@ def seed_claim_records(
             f"beyond L = {l_text} meets distances already trained (DeBERTa's clipped "
             "table folds every far distance into its last row). Kept: "
             f"{_names([s for s in relative if keeps[s]])}; not kept: "
-            f"{_names([s for s in relative if not keeps[s]])} (rotary meets "
-            "rotation angles never trained; T5's far bucket is fit only up to L).",
+            f"{_names(not_kept)}{_why(not_kept)}.",
             "evidence": {"file": "text_causal.json", "keys": ["runs", "config"]},
             "seeds": seeds,
             "seed_claim": "generalisation",
@@ -150,9 +171,9 @@ def seed_claim_records(
             "verdict": _relative_verdict(flat),
             "mechanism": "Flat: "
             f"{_names([s for s in relative if flat[s]])}; rising: "
-            f"{_names([s for s in relative if not flat[s]])}. A bounded or "
-            "monotone distance term (clipping, log buckets, a linear penalty) "
-            "presents nothing new beyond L; rotary's unseen angles do.",
+            f"{_names(rising)}{_why(rising)}. A bounded or monotone distance term "
+            "(clipping, log buckets, a linear penalty) presents nothing new "
+            "beyond L.",
             "evidence": {"file": "text_causal.json", "keys": ["summary", "config"]},
             "seeds": seeds,
             "seed_claim": "length",
@@ -222,6 +243,7 @@ if __name__ == "__main__":
 
 
 __all__ = [
+    "BEYOND_L",
     "COSINE",
     "FLAT_BPB",
     "KEPT",
