@@ -1,6 +1,8 @@
 // Draws every interactive figure of the page (relpos.book.interactive.Interactive).
-// vl-convert bundles this with Vega, Vega-Lite and Vega-Embed into one module,
-// _static/relpos-vega.js; in it `vegaEmbed` is Vega-Embed's function.
+// vl-convert bundles this with Vega, Vega-Lite and Vega-Embed; book/_ext/interactive.py
+// wraps the bundle in one function and serves it as a classic script (a module
+// does not load from file://), _static/relpos-vega.js. In it `vegaEmbed` is
+// Vega-Embed's function; nothing but window.relposViews is made global.
 // A figure arrives as <figure class="relpos-interactive"> holding the still
 // picture and the chart's JSON. The chart is drawn in front of the picture, which
 // is hidden once the chart is there: with JavaScript off the picture stays.

@@ -10,6 +10,7 @@ Controls are moved from the keyboard, as a reader without a mouse would.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -22,6 +23,8 @@ from relpos.book.interactive import parse_description  # noqa: E402
 def open_offline(browser, server: str, page_path: str, *, javascript: bool = True):
     """A page of the site with every request to another host refused.
 
+    ``server`` is the site's root: ``http://127.0.0.1:PORT``, or the built folder's
+    ``file://`` address to open the page from disk, as the README says to read it.
     Returns ``(page, refused, errors)``: the page, the URLs it tried to fetch from
     elsewhere, and its console errors.
     """
@@ -96,6 +99,41 @@ def toggle(page, name: str, label: str) -> None:
     box.focus()
     box.press("Space")
     settle(page, name)
+
+
+def nudge(page, name: str, box) -> Callable[[], None]:
+    """Move control ``box`` of figure ``name`` one step from the keyboard.
+
+    A range input steps right (left at its maximum), a select input takes the next
+    option (the first after the last), a checkbox flips. Returns what moves it back.
+    """
+    kind = box.evaluate("el => el.tagName === 'SELECT' ? 'select' : el.type")
+    if kind not in ("range", "select", "checkbox"):
+        raise AssertionError(f"figure {name}: no way to move a {kind!r} input")
+    keys, first = ("ArrowRight", "ArrowLeft"), 0
+    box.focus()
+    if kind == "range":
+        if float(box.input_value()) >= float(box.get_attribute("max")):
+            keys = keys[::-1]
+        box.press(keys[0])
+    elif kind == "select":
+        first = box.evaluate("el => el.selectedIndex")
+        box.select_option(index=(first + 1) % box.locator("option").count())
+    else:
+        box.press("Space")
+    settle(page, name)
+
+    def move_back() -> None:
+        box.focus()
+        if kind == "range":
+            box.press(keys[1])
+        elif kind == "select":
+            box.select_option(index=first)
+        else:
+            box.press("Space")
+        settle(page, name)
+
+    return move_back
 
 
 def drawn(page, name: str, mark: str) -> list[dict[str, float | str]]:
