@@ -25,9 +25,19 @@ from relpos.schemes import ATTENTIONS, REGISTRY
 
 HIDDEN, HEADS = 16, 2
 
+#: Sizes smaller than a scheme's defaults, where they cost time and test nothing
+#: more: Shaw's values run one flex call per table row (k = 3 gives 7 rows instead
+#: of 33, and clips inside the tests' 7 positions); FIRE's MLP runs per hidden unit.
+SIZES: dict[str, dict[str, int]] = {
+    "shaw": {"max_relative_positions": 3},
+    "fire": {"width": 8},
+}
+
 #: name -> builder(backend=..., causal=...) of every attention module.
 MODULES: dict[str, Callable[..., relpos.SelfAttention]] = {
-    name: (lambda cls: lambda **kw: cls(HIDDEN, HEADS, **kw))(cls)
+    name: (lambda cls, sizes: lambda **kw: cls(HIDDEN, HEADS, **sizes, **kw))(
+        cls, SIZES.get(name, {})
+    )
     for name, cls in ATTENTIONS.items()
 }
 MODULES["deberta"] = lambda **kw: relpos.DisentangledSelfAttention(
