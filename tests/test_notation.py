@@ -103,7 +103,8 @@ def drifts(markdown: str, table: dict[str, str]) -> list[str]:
             plain = what.strip("{}")
             if mark == "^" and what in TRANSPOSE:
                 continue
-            if mark == "_" and (symbol in listed or plain in ("i", "j") or plain.isdigit()):
+            row = plain in ("i", "j") or plain.isdigit()  # Q_i, K_2: a row
+            if mark == "_" and (symbol in listed or row):
                 continue
             found.append(f"{symbol} is not in the notation table")
         if K_AS_COUNT.search(span):
@@ -114,7 +115,8 @@ def drifts(markdown: str, table: dict[str, str]) -> list[str]:
                 found.append(f"r as the table's row axis: ({items})")
         if ROW_RANGE.search(span):
             found.append(f"r as a table row: {span.strip()[:80]}")
-    found += [f"r as a table row: {m.group(0)}" for m in ROW_R_IN_PROSE.finditer(markdown)]
+    rows = ROW_R_IN_PROSE.finditer(markdown)
+    found += [f"r as a table row: {m.group(0)}" for m in rows]
     return found
 
 

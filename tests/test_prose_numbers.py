@@ -1,4 +1,4 @@
-"""Numbers the chapters' prose states, checked against the library and the stored results.
+"""Numbers the chapters' prose states, checked against relpos and the stored results.
 
 Each claim below once read wrong in the text (issue 27): chapter 3 said both edge
 rows collect more pairs than their neighbours, chapter 5 called the benchmark's
@@ -35,7 +35,7 @@ def test_chapter_3_edge_rows_of_a_six_token_sequence():
     counts = pairs_per_row(6, 4)
     assert counts == [3, 3, 4, 5, 6, 5, 4, 6]
     assert counts[0] == counts[1] and counts[7] > counts[6]  # row 0 ties row 1
-    for n in range(7, 41):  # "from 7 tokens on, both edge rows outgrow their neighbours"
+    for n in range(7, 41):  # "From 7 tokens on, both edge rows outgrow [...]"
         counts = pairs_per_row(n, 4)
         assert counts[0] > counts[1] and counts[7] > counts[6], n
     text = prose("03_table.ipynb")
@@ -53,7 +53,9 @@ def test_chapter_5_gflop_column_is_the_gather_minimum():
     for row, roof in rows:
         by_length.setdefault(row["n"], set()).add(roof["flops"])
     assert all(len(flops) == 1 for flops in by_length.values())  # one per length
-    naive, roof = next((r, f) for r, f in rows if r["backend"] == "naive" and r["n"] == 512)
+    naive, roof = next(
+        (r, f) for r, f in rows if r["backend"] == "naive" and r["n"] == 512
+    )
     hidden = results["config"]["hidden"]
     per_pair = 4 * 512**2 * hidden**2  # two terms, n^2 rows projected by (H, H)
     assert round(per_pair / 1e9) == 618 and round(roof["flops"] / 1e9, 1) == 4.6

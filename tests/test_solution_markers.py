@@ -58,7 +58,8 @@ def test_the_transform_cleans_cell_sources_only():
     document = _cell(SOLUTION)
     solution_markers.LeaveOutSolutionMarkers(document).run()
     (block,) = document.findall(nodes.literal_block)
-    assert block.astext() == block.rawsource == solution_markers.without_markers(SOLUTION)
+    kept = solution_markers.without_markers(SOLUTION)
+    assert block.astext() == block.rawsource == kept
     assert block.children[0].parent is block
     # an output (or a page's own code block) is shown as it is
     output = _cell(SOLUTION, element="cell_code_output")
@@ -89,7 +90,8 @@ def test_the_book_renders_with_the_extension_and_merged_streams():
 def test_print_numbers_exercises_as_the_site():
     def started(builder_format: str) -> SimpleNamespace:
         config = SimpleNamespace(numfig_secnum_depth=2)  # sphinx-jupyterbook-latex's
-        app = SimpleNamespace(builder=SimpleNamespace(format=builder_format), config=config)
+        builder = SimpleNamespace(format=builder_format)
+        app = SimpleNamespace(builder=builder, config=config)
         print_edition.site_numbering(app)
         return config
 
