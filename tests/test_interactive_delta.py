@@ -88,6 +88,9 @@ def test_the_json_is_deterministic_and_small() -> None:
 def test_the_still_is_the_chapter_heatmap() -> None:
     figure = live.delta_figure(8, 3)
     assert figure.name == "delta" and "k = 3" in figure.alt
+    # the window [-3, 2]: the edge rows start 3 ahead and 2 behind, not symmetrically
+    assert "key 3 or more tokens ahead reads row 0" in figure.alt
+    assert "key 2 or more tokens behind reads row 5" in figure.alt
     assert figure.png.startswith(b"\x89PNG")
 
 

@@ -14,6 +14,8 @@ Only the LaTeX builder is touched; the site is built as before.
 - The pages of the table of contents' "Appendix" part are typeset as LaTeX's
   appendix (lettered A, B, ... after the numbered chapters), their titles without
   the "Appendix: " the site's titles start with.
+- Exercises are numbered by chapter, as on the site ("Exercise 4.2"), not by
+  section ("Exercise 4.6.2", sphinx-jupyterbook-latex's numbering).
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ APPENDIX_CAPTION = "Appendix"
 
 # The heading of the root page's text in print.
 PREFACE = "Preface"
+
+# How many levels of section numbers prefix an exercise's (or a figure's) number:
+# 1, Sphinx's default, which the site keeps ("Exercise 4.2").
+SITE_SECNUM_DEPTH = 1
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -150,6 +156,18 @@ def set_release(app) -> None:
         app.builder.context["release"] = relpos_version()
 
 
+def site_numbering(app) -> None:
+    """Number exercises in print as the site does, by chapter.
+
+    sphinx-jupyterbook-latex sets ``numfig_secnum_depth`` to 2 for a book in parts,
+    so that sphinx-exercise titled the print edition's exercises "Exercise 4.6.2"
+    (chapter 4, section 6) where the site says "Exercise 4.2". It does so when the
+    LaTeX builder starts; this runs after it and restores the site's depth.
+    """
+    if app.builder.format == "latex":
+        app.config.numfig_secnum_depth = SITE_SECNUM_DEPTH
+
+
 def manual_class(app, config) -> None:
     # sphinx-jupyterbook-latex sets its own class, jupyterBook.cls, which loads
     # bbm.sty (texlive-fonts-extra, 1.4 GB) and tikz for macros the book never
@@ -189,6 +207,8 @@ def label_exercises(app) -> None:
 def setup(app):
     app.connect("config-inited", manual_class, priority=800)
     app.connect("builder-inited", label_exercises)
+    # after sphinx-jupyterbook-latex's own builder-inited handler (priority 500)
+    app.connect("builder-inited", site_numbering, priority=800)
     app.add_post_transform(LeaveOutSetupCells)
     app.add_post_transform(KeepShortBlocksWhole)
     app.add_post_transform(AppendixPart)

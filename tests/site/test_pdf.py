@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
 import build_pdf  # noqa: E402
 import print_edition  # noqa: E402
+import solution_markers  # noqa: E402
 
 OUTPUT = ROOT / "_build" / "pdf" / "relpos-book.pdf"
 # Code cells of at most this many lines must print on one page.
@@ -251,8 +252,9 @@ def test_short_code_blocks_are_not_split(pdf):
         for cell in cells(path):
             if cell["cell_type"] != "code":
                 continue
-            if not tags(cell) & HIDDEN_INPUT:
-                blocks.append((path.name, source(cell)))
+            if not tags(cell) & HIDDEN_INPUT:  # as printed: without nbgrader's markers
+                code = solution_markers.without_markers(source(cell))
+                blocks.append((path.name, code))
             if not tags(cell) & HIDDEN_OUTPUT:
                 blocks += [(path.name, text) for text in text_outputs(cell)]
     short = 0
@@ -286,6 +288,26 @@ def test_math_is_typeset(pdf, starts):
     assert "δ(i,j)=clamp(i−j,−k,k−1)+k" in tight  # chapter 3's opening formula
     for raw in ("\\operatorname", "\\begin{", "\\frac", "$$"):  # no TeX left unset
         assert raw not in tight, raw
+
+
+def test_exercises_numbered_as_on_the_site_without_solution_markers(pdf, starts):
+    """"Exercise 4.2" in print as on the site (not 4.6.2, a section's number), and
+    no nbgrader marker in a solution's code (the instructors' page names the
+    markers on purpose: how the student edition is made)."""
+    _, texts = pdf
+    files = chapter_files()
+    shown = next(i for i, path in enumerate(files) if path.stem == "instructors")
+    first, end = starts[files[shown]], starts[files[shown + 1]]
+    flat = " ".join(texts[:first] + texts[end:])
+    numbers = set(re.findall(r"Exercise\s*(\d+(?:\.\d+)+)", flat))
+    labels = {
+        f"{chapter}.{m}"
+        for path in chapter_files()
+        for chapter, m in re.findall(r":label: ch(\d+)-ex(\d+)", markdown(path))
+    }
+    assert labels and labels <= numbers, sorted(labels - numbers)
+    assert all(n.count(".") == 1 for n in numbers), sorted(numbers)
+    assert "beginsolution" not in squeeze(flat) and "endsolution" not in squeeze(flat)
 
 
 def test_solutions_are_open_and_setup_cells_left_out(pdf):

@@ -83,6 +83,33 @@ def test_site_is_self_contained(built_site):
     assert (built_site / "_static" / "mathjax" / "tex-chtml.js").exists()
 
 
+def test_readers_see_no_solution_markers_and_whole_outputs(built_site):
+    """nbgrader's markers stay in the notebooks, out of the pages (book/_ext/
+    solution_markers.py); exercises are numbered by chapter; a cell's printed
+    lines share one output box (_config.yml's nb_merge_streams), even where the
+    kernel sent them as several streams (chapters 6 and 7)."""
+    for page in sorted((built_site / "book").glob("[01][0-9]_*.html")):
+        text = page.read_text(errors="replace")
+        assert "BEGIN SOLUTION" not in text and "END SOLUTION" not in text, page.name
+        chapter = int(page.name[:2])
+        numbers = set(re.findall(r"Exercise (\d+(?:\.\d+)+)", text))
+        assert numbers, page.name
+        assert all(re.fullmatch(rf"{chapter}\.\d", n) for n in numbers), numbers
+    blocks = {
+        name: re.findall(
+            r"<pre>(.*?)</pre>", (built_site / "book" / name).read_text(), re.S
+        )
+        for name in ("06_long_sequences.html", "07_deberta_in_practice.html")
+    }
+    whole = [  # the first and the last line a cell prints, never in its code
+        ("06_long_sequences.html", "last row from  row 0 from", "(c) plain k=512"),
+        ("07_deberta_in_practice.html", "the fallback: 512", "query_proj: Linear"),
+    ]
+    for name, first, last in whole:
+        box = [b for b in blocks[name] if first in b]
+        assert len(box) == 1 and last in box[0], (name, first, last)
+
+
 @pytest.mark.parametrize("source", pages())
 def test_page_in_browser(source, server, browser):
     SHOTS.mkdir(parents=True, exist_ok=True)

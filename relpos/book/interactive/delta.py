@@ -187,9 +187,10 @@ def delta_figure(
         f"Two {n} by {n} matrices side by side: the distance i - j of each query "
         f"position i and key position j (zero on the diagonal, negative above it, "
         f"positive below), and the table row delta(i, j) for span k = {k}, from 0 to "
-        f"{2 * k - 1}, where every distance of {k} or more tokens in either direction "
-        "shares an outermost row. Sliders change n and k and choose a cell, whose "
-        "values a line of text prints."
+        f"{2 * k - 1}: every key {k} or more tokens ahead reads row 0 and every key "
+        f"{k - 1} or more tokens behind reads row {2 * k - 1} (the window is "
+        f"[{-k}, {k - 1}]). Sliders change n and k and choose a cell, whose values a "
+        "line of text prints."
     )
     hint = (
         "Move n and k; hover a cell, or choose one with the query i and key j "
