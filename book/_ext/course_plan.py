@@ -98,6 +98,21 @@ def chapter_title(notebook: Path) -> str:
     raise ValueError(f"{Path(notebook).name} has no level-one heading")
 
 
+EXERCISE = re.compile(
+    r"```\{exercise\}[ \t]*(?P<title>[^\n]*)\n:label: (?P<label>ch\d+-ex\d+)"
+)
+
+
+def exercise_titles(notebook: Path) -> dict[str, str]:
+    """Each exercise of a chapter, by label, with the title its directive gives."""
+    return {
+        match["label"]: match["title"].strip()
+        for cell in json.loads(Path(notebook).read_text())["cells"]
+        if cell["cell_type"] == "markdown"
+        for match in EXERCISE.finditer("".join(cell["source"]))
+    }
+
+
 def load_plan(path: Path = PLAN) -> dict[str, Any]:
     """The plan as read from its YAML file."""
     plan = yaml.safe_load(Path(path).read_text())
@@ -123,6 +138,14 @@ def exercise_order(label: str) -> tuple[int, int]:
 def exercise_name(label: str) -> str:
     """``ch4-ex2`` -> ``Exercise 4.2``."""
     return f"Exercise {exercise_number(label)}"
+
+
+def chapter_numbers(numbers: list[int]) -> str:
+    """``[4]`` -> ``chapter 4``, ``[1, 2, 3]`` -> ``chapters 1, 2 and 3``."""
+    if len(numbers) == 1:
+        return f"chapter {numbers[0]}"
+    first = ", ".join(str(n) for n in numbers[:-1])
+    return f"chapters {first} and {numbers[-1]}"
 
 
 def clock(minute: int) -> str:
@@ -294,10 +317,7 @@ class CoursePlan(SphinxDirective):
         return runs[0].upper() + runs[1:]
 
     def chapter_numbers(self, numbers: list[int]) -> str:
-        if len(numbers) == 1:
-            return f"chapter {numbers[0]}"
-        first = ", ".join(str(n) for n in numbers[:-1])
-        return f"chapters {first} and {numbers[-1]}"
+        return chapter_numbers(numbers)
 
     # -- the parts ----------------------------------------------------------------
 
@@ -456,7 +476,8 @@ class CoursePlan(SphinxDirective):
         top = written_points(self.plan)
         return [
             self.para(
-                f"{written['summary']} A written answer is worth {plural(top, 'point')}:"
+                f"{written['summary']} A written answer is worth "
+                f"{plural(top, 'point')}:"
             ),
             self.table(["points", "the written answer is"], levels, [12, 88]),
             self.rubric("The exercises it applies to"),
