@@ -7,8 +7,13 @@
   taught in that session or earlier, and every chapter its cells point to (a link
   to ``NN_*.ipynb`` or the words "chapter N") is among them.
 - Readings and citations are keys of book/references.bib, the slide decks the
-  plan names exist, the demos name real sections, and the reading time is the
-  chapters' Markdown words at 200 words a minute.
+  plan names exist, every demo block names real sections of its session's
+  chapters, and the reading time is the chapters' Markdown words at 200 words a
+  minute.
+- The rules the plan states once read as they should: when homework is due, the
+  points of a written answer and of each kind of answer a check takes
+  (tests/test_rubric.py holds the problem sets to them, tests/site/test_slides.py
+  the decks).
 """
 
 from __future__ import annotations
@@ -212,8 +217,13 @@ def test_each_demo_names_a_section_of_a_chapter_of_its_session():
         return re.sub(r"[$`]", "", text).strip()
 
     for session in SESSIONS:
-        assert session["demo"], session["number"]
-        for demo in session["demo"]:
+        assert "demo" not in session, "a session's demos belong to its demo blocks"
+        for block in session["blocks"]:
+            if block["kind"] == "demo":
+                assert block["demos"], (session["number"], block)
+        assert course_plan.session_demos(session), session["number"]
+        for demo in course_plan.session_demos(session):
+            assert len(demo["run"].split()) >= 15, demo
             assert demo["chapter"] in session["chapters"], demo
             notebook = nbformat.read(CHAPTERS[demo["chapter"]], as_version=4)
             headings = {
@@ -236,21 +246,50 @@ def test_the_slide_decks_the_plan_names_exist():
         assert (ROOT / deck).is_file(), f"{deck} is missing"
 
 
-def test_written_answers_cover_every_exercise_whose_solution_is_prose():
+def test_the_written_answers_rubric_is_planned_and_adds_up():
+    # tests/test_rubric.py: the problem sets grade exactly these written answers
     listed = [item["label"] for item in PLAN["written_answers"]["applies_to"]]
     assert len(listed) == len(set(listed))
     planned = {exercise["label"] for _, exercise in PLANNED}
     assert set(listed) <= planned, sorted(set(listed) - planned)
-    prose = {
-        label
-        for number in CHAPTERS
-        for label, cells in exercise_cells(CHAPTERS[number]).items()
-        if any(cell.cell_type == "markdown" for cell in cells[2:-1])
-    }
-    unmarked = sorted(prose - set(listed))
-    assert not unmarked, f"worked answers without a rubric: {unmarked}"
+    assert listed == sorted(listed, key=course_plan.exercise_order)
     points = [level["points"] for level in PLAN["written_answers"]["levels"]]
     assert points == sorted(points, reverse=True) and points[-1] == 0, points
+    assert course_plan.written_points(PLAN) == points[0] > 0
+    assert "point" not in PLAN["written_answers"]["summary"], "stated by the levels"
+
+
+def test_the_points_of_an_answer_are_the_plans():
+    from relpos.book.exercises.grading import GRADING, KINDS
+
+    points = course_plan.answer_points(PLAN)
+    assert set(points) == set(KINDS), points
+    assert all(isinstance(p, int) and p > 0 for p in points.values()), points
+    for label, grading in GRADING.items():
+        expected = sum(points[kind] for kind in grading.answers)
+        assert course_plan.exercise_points(PLAN, label) == expected, label
+    cheaper = {**PLAN, "grading": {"answers": [{"kind": "code", "points": 5}]}}
+    assert course_plan.exercise_points(cheaper, "ch10-ex2") == 10  # two answers of code
+    with pytest.raises(ValueError, match="number"):
+        course_plan.exercise_points(cheaper, "ch2-ex1")
+    with pytest.raises(ValueError, match="label"):
+        course_plan.exercise_points(PLAN, "ch99-ex1")
+
+
+def test_homework_is_due_by_one_rule():
+    assert PLAN["format"]["homework_due_weeks"] == 1
+    assert course_plan.homework_due(PLAN, 1) == (
+        "one week after session 1, at the start of session 2"
+    )
+    assert course_plan.homework_due(PLAN, 4) == "one week after session 4"
+    fortnightly = {**PLAN, "format": {**PLAN["format"], "homework_due_weeks": 2}}
+    assert course_plan.homework_due(fortnightly, 1) == "two weeks after session 1"
+    assert course_plan.weeks(3) == "three weeks" and course_plan.weeks(12) == "12 weeks"
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="count"):
+            course_plan.weeks(bad)
+    assert course_plan.plural(1, "point") == "1 point"
+    assert course_plan.plural(4, "point") == "4 points"
 
 
 def test_the_project_rubric_adds_up():
@@ -316,5 +355,8 @@ def test_reading_minutes_are_words_at_200_a_minute(tmp_path):
     assert course_plan.chapter_title(path) == "A title"
     assert course_plan.chapter_files(tmp_path) == {1: path}
     assert course_plan.exercise_name("ch10-ex3") == "Exercise 10.3"
+    labels = ["ch10-ex1", "ch2-ex3", "ch2-ex1"]
+    in_order = ["ch2-ex1", "ch2-ex3", "ch10-ex1"]
+    assert sorted(labels, key=course_plan.exercise_order) == in_order
     with pytest.raises(ValueError, match="label"):
         course_plan.exercise_name("ch10.3")

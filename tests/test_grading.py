@@ -10,7 +10,8 @@ each in a copy of the course):
 - ``untouched``: the release as handed out, which earns none;
 - ``mistaken``: the reference with one typical wrong answer per chapter (WRONG,
   taken from the usual mistakes of tests/test_exercises*.py), which loses that
-  exercise's points and nothing else, with the check's hint in the feedback.
+  exercise's points (the course plan's, book/course/plan.yml) and nothing else,
+  with the check's hint in the feedback.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
 import assignments  # noqa: E402
+import course_plan  # noqa: E402  (assignments puts book/_ext on the path)
 
 from relpos.book.exercises import labels  # noqa: E402
 from relpos.book.exercises.grading import GRADING, grading  # noqa: E402
@@ -36,6 +38,7 @@ from relpos.book.exercises.grading import GRADING, grading  # noqa: E402
 pytestmark = pytest.mark.slow
 
 BOOK = ROOT / "book"
+PLAN = course_plan.load_plan()
 
 # label -> (a line of the reference solution, the mistake put in its place, a
 # fragment of the hint the check gives). One per chapter.
@@ -175,7 +178,8 @@ def chapters(course: Path) -> list[str]:
 
 def test_every_check_has_points() -> None:
     missing = sorted(set(labels()) - set(GRADING))
-    assert not missing, f"no points in grading.GRADING for {missing}"
+    assert not missing, f"no answers' kinds in grading.GRADING for {missing}"
+    assert all(course_plan.exercise_points(PLAN, label) > 0 for label in GRADING)
 
 
 def test_every_chapter_has_a_typical_mistake(course) -> None:
@@ -221,7 +225,7 @@ def test_a_typical_mistake_loses_its_points_with_the_hint(courses, scores) -> No
         if name not in built:  # test_every_chapter_has_a_typical_mistake says so
             continue
         score, maximum, _ = scores[("mistaken", name)]
-        assert score == maximum - grading(label).points, label
+        assert score == maximum - course_plan.exercise_points(PLAN, label), label
         feedback = course / "feedback" / "mistaken" / name / f"{name}.html"
         assert f"{label}: not yet." in feedback_text(feedback)
         assert hint in feedback_text(feedback), label

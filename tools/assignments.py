@@ -9,13 +9,16 @@ script writes it, with nbgrader's cell metadata, to ``COURSE/source/chNN/chNN.ip
 
 - each solution's code (between ``### BEGIN SOLUTION`` and ``### END SOLUTION``) is
   a solution cell; the ``check(...)`` after the markers becomes a locked,
-  autograded test cell worth the exercise's points
+  autograded test cell worth the exercise's points: the course plan's points
+  (book/course/plan.yml, ``grading``) of each kind of answer the check takes
   (``relpos.book.exercises.grading.GRADING``);
 - where that table hides the test, the test cell runs ``answered(...)`` (the
   answers exist) and keeps ``check(...)`` between ``### BEGIN HIDDEN TESTS`` and
   ``### END HIDDEN TESTS``, which the release leaves out and the grader runs;
 - the worked reasoning the book gives as Markdown in a solution becomes a
-  manually graded written answer (``WRITTEN_POINTS``), after a locked prompt;
+  manually graded written answer, worth the top level of the plan's rubric
+  (``written_answers``), after a locked prompt that says what the plan asks it to
+  explain; an exercise with a written answer the plan does not list is refused;
 - the exercise statements, the setup and imports cells and the cells that rebuild
   the chapter's context are locked (read-only); directives and citations read as
   plain Markdown, as in the student edition.
@@ -51,7 +54,11 @@ from student_edition import (  # noqa: E402  (nbgrader's absence is reported the
     _plain_markdown,
 )
 
-from relpos.book.exercises.grading import WRITTEN_POINTS, grading  # noqa: E402
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+
+import course_plan  # noqa: E402  (the plan's points)
+
+from relpos.book.exercises.grading import grading  # noqa: E402
 
 CHAPTERS = "[0-9][0-9]_*.ipynb"
 _LABEL = re.compile(r"ch\d+-ex\d+")
@@ -118,8 +125,10 @@ class _Exercise:
 class _Builder:
     """Turns a problem set's cells into an nbgrader source notebook, cell by cell."""
 
-    def __init__(self, citations: dict[str, str]) -> None:
+    def __init__(self, citations: dict[str, str], plan: dict) -> None:
         self.citations = citations
+        self.plan = plan
+        self.asks = course_plan.written_asks(plan)
         self.cells: list[nbformat.NotebookNode] = []
         self.exercises: dict[str, _Exercise] = {}
         self.label = ""  # the exercise being read
@@ -149,9 +158,15 @@ class _Builder:
         if self.label in self.written:  # a second paragraph of the same reasoning
             self.written[self.label].source += "\n\n" + text
             return
+        if self.label not in self.asks:
+            raise ValueError(
+                f"{self.label} has a written answer, but book/course/plan.yml's "
+                "written_answers does not list it"
+            )
+        points = course_plan.written_points(self.plan)
         prompt = _wrapped(
-            f"**Written answer ({WRITTEN_POINTS} points, graded by hand).** In the "
-            "cell below, explain your answer in words: how you reach it, from the "
+            f"**Written answer ({points} points, graded by hand).** In the cell below, "
+            f"in words: {self.asks[self.label]}. Say how you reach it, from the "
             "chapter's definitions or results, and what it shows."
         )
         self.locked(prompt, f"{self.label}-prompt")
@@ -160,7 +175,7 @@ class _Builder:
             self.grade_id(f"{self.label}-written"),
             solution=True,
             grade=True,
-            points=WRITTEN_POINTS,
+            points=points,
         )
         self.written[self.label] = answer
         self.cells.append(answer)
@@ -202,7 +217,8 @@ class _Builder:
     def points(self) -> None:
         """Share each exercise's points among its test cells."""
         for exercise in self.exercises.values():
-            share = grading(exercise.label).points / len(exercise.tests)
+            worth = course_plan.exercise_points(self.plan, exercise.label)
+            share = worth / len(exercise.tests)
             for cell in exercise.tests:
                 cell.metadata["nbgrader"]["points"] = (
                     int(share) if share == int(share) else share
@@ -225,11 +241,15 @@ def _title(notebook: nbformat.NotebookNode) -> str:
 
 
 def assignment_notebook(
-    notebook: nbformat.NotebookNode, citations: dict[str, str], number: int
+    notebook: nbformat.NotebookNode,
+    citations: dict[str, str],
+    number: int,
+    plan: dict | None = None,
 ) -> nbformat.NotebookNode:
-    """One chapter's problem set as an nbgrader source notebook (a new notebook)."""
+    """One chapter's problem set as an nbgrader source notebook (a new notebook),
+    graded by ``plan`` (default: book/course/plan.yml)."""
     cells = problem_set(nbformat.from_dict(notebook))
-    builder = _Builder(citations)
+    builder = _Builder(citations, plan or course_plan.load_plan())
     setup, imports, *rest = cells
     inside = False
     for cell in rest:
@@ -248,7 +268,7 @@ def assignment_notebook(
         for e in builder.exercises.values()
         for c in e.tests
     )
-    by_hand = WRITTEN_POINTS * len(builder.written)
+    by_hand = sum(c.metadata["nbgrader"]["points"] for c in builder.written.values())
     header = _wrapped(
         f"# Problem set {number}: {_title(notebook)}\n\n",
         f"{autograded + by_hand:g} points: {autograded:g} from the graded checks, "
@@ -269,17 +289,26 @@ def assignment_notebook(
     return result
 
 
+def written_answers(source: nbformat.NotebookNode) -> list[str]:
+    """The exercises whose written answer a problem set grades by hand, in order."""
+    ids = [c.metadata.get("nbgrader", {}).get("grade_id", "") for c in source.cells]
+    return [i.removesuffix("-written") for i in ids if i.endswith("-written")]
+
+
 def write_source(course: Path, book: Path = BOOK) -> list[Path]:
     """Every chapter's source notebook and nbgrader_config.py; the notebooks written."""
     course.mkdir(parents=True, exist_ok=True)
     (course / "nbgrader_config.py").write_text(CONFIG)
-    citations = _citations()
+    citations, plan = _citations(), course_plan.load_plan()
     written = []
     for chapter in sorted(book.glob(CHAPTERS)):
         name = assignment_id(chapter)
         try:
             notebook = assignment_notebook(
-                nbformat.read(chapter, as_version=4), citations, int(chapter.name[:2])
+                nbformat.read(chapter, as_version=4),
+                citations,
+                int(chapter.name[:2]),
+                plan,
             )
         except ValueError as error:
             raise ValueError(f"{chapter.name}: {error}") from None

@@ -8,11 +8,17 @@ book/slides/package-lock.json; `npm ci --prefix book/slides` runs first when tha
 folder is missing or does not match the lock). Nothing is fetched when the decks are
 shown: OUT is a self-contained folder, opened from disk or from any static server.
 
-A deck's source is Markdown with a YAML front matter (session, title, chapters);
+A deck's source is Markdown with a YAML front matter that names its session
+(`session: N`; its title and chapters are the course plan's, book/course/plan.yml);
 a line `---` separates slides, and a line `Note:` starts the slide's speaker
-notes. `$...$` and `$$...$$` are math (KaTeX renders them in the browser), fenced
-code is highlighted by reveal's highlight plugin, and an image whose address is
-`figure:NAME` is the figure of recipe NAME, with the image's text as its alt text.
+notes, which every slide has. `$...$` and `$$...$$` are math (KaTeX renders them in
+the browser), fenced code is highlighted by reveal's highlight plugin, and an image
+whose address is `figure:NAME` is the figure of recipe NAME, with the image's text as
+its alt text. A slide whose only line is `<!-- plan: PART -->` is a placeholder: the
+build writes that part of the session from the plan in its place
+(tools/plan_slides.py: the title, the agenda, each demo, the lab, the homework, the
+discussion and the final project), so the teaching slides are all a deck's author
+writes, and no deck states a minute, an exercise or a question the plan does not.
 """
 
 from __future__ import annotations
@@ -33,17 +39,20 @@ import yaml
 from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import plan_slides  # noqa: E402
+from plan_slides import course_plan  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ROOT / "book" / "slides"
 NODE_MODULES = SOURCES / "node_modules"
 DEFAULT_OUT = ROOT / "_build" / "slides"
 
-# The course plan's sessions (book/instructors.md) and the chapters each teaches.
+# The course plan, and the chapters each of its sessions teaches.
+PLAN = course_plan.load_plan()
 SESSION_CHAPTERS: dict[int, tuple[int, ...]] = {
-    1: (1, 2, 3),
-    2: (4, 5),
-    3: (6, 7, 8),
-    4: (9, 10),
+    session["number"]: tuple(session["chapters"]) for session in PLAN["sessions"]
 }
 # A deck holds a 90-minute session's lecture parts.
 SLIDES_PER_DECK = (12, 20)
@@ -74,11 +83,13 @@ FIGURE = "figure:"
 
 @dataclass
 class Slide:
-    """One slide: its Markdown, its speaker notes and the figures it names."""
+    """One slide: its Markdown, its speaker notes and the figures it names; a slide
+    written from the plan has the placeholder's part as its ``origin``."""
 
     body: str
     notes: str
     figures: list[str] = field(default_factory=list)
+    origin: str = ""
 
 
 @dataclass
@@ -105,35 +116,41 @@ def deck_sources(folder: Path = SOURCES) -> list[Path]:
     return sorted(folder.glob("session-*.md"))
 
 
-def parse_deck(source: Path) -> Deck:
-    """Read a deck's front matter and split its slides and their notes.
+def parse_deck(source: Path, plan: dict | None = None) -> Deck:
+    """Read a deck's front matter, split its slides and their notes, and write the
+    plan's slides (``plan``, default book/course/plan.yml) in its placeholders.
 
-    Raises ValueError naming the file when the front matter is missing, its session
-    or chapters disagree with SESSION_CHAPTERS, the deck's size is outside
+    Raises ValueError naming the file when the front matter is missing or holds more
+    than the session, the session is not the plan's, a placeholder is missing,
+    repeated or unknown, a slide has no speaker notes, the deck's size is outside
     SLIDES_PER_DECK, or a code line is wider than MAX_CODE_COLUMNS.
     """
+    plan = plan or PLAN
     text = source.read_text(encoding="utf-8")
     parts = SEPARATOR.split(text)
     if len(parts) < 3 or parts[0].strip():
         raise ValueError(
             f"{source.name}: expected a YAML front matter between '---' lines"
         )
-    meta = yaml.safe_load(parts[1])
+    meta = yaml.safe_load(parts[1]) or {}
+    sessions = {s["number"]: s for s in plan["sessions"]}
     session = meta.get("session")
-    if session not in SESSION_CHAPTERS:
+    if session not in sessions:
+        raise ValueError(f"{source.name}: session must be one of {list(sessions)}")
+    if set(meta) != {"session"}:
         raise ValueError(
-            f"{source.name}: session must be one of {list(SESSION_CHAPTERS)}"
+            f"{source.name}: the front matter holds the session alone; "
+            f"{sorted(set(meta) - {'session'})} come from book/course/plan.yml"
         )
-    chapters = tuple(meta.get("chapters", ()))
-    if chapters != SESSION_CHAPTERS[session]:
-        raise ValueError(
-            f"{source.name}: chapters {chapters} differ from session {session}'s "
-            f"{SESSION_CHAPTERS[session]}"
-        )
-    slides = []
-    for part in parts[2:]:
-        body, notes = _split_notes(part)
-        slides.append(Slide(body.strip(), notes.strip(), _figures_of(body)))
+    written = plan_slides.SessionSlides(plan, session)
+    slides = _with_plan(source.name, parts[2:], written)
+    for number, slide in enumerate(slides, 1):
+        if not slide.notes:
+            heading = slide.body.splitlines()[0] if slide.body else ""
+            raise ValueError(
+                f"{source.name}, slide {number} ({heading}): no speaker notes "
+                "(a line 'Note:' and the notes after it)"
+            )
     low, high = SLIDES_PER_DECK
     if not low <= len(slides) <= high:
         raise ValueError(
@@ -146,7 +163,37 @@ def parse_deck(source: Path) -> Deck:
                     f"{source.name}, slide {number}: a code line is {len(line)} "
                     f"characters wide, at most {MAX_CODE_COLUMNS} fit: {line!r}"
                 )
-    return Deck(source, session, str(meta["title"]), chapters, slides)
+    chapters = tuple(sessions[session]["chapters"])
+    return Deck(source, session, str(sessions[session]["title"]), chapters, slides)
+
+
+def _with_plan(
+    name: str, parts: list[str], written: plan_slides.SessionSlides
+) -> list[Slide]:
+    """The slides of a deck, each placeholder replaced by the plan's slide."""
+    slides, found = [], []
+    for part in parts:
+        body, notes = _split_notes(part)
+        placeholder = plan_slides.PLACEHOLDER.match(body.strip())
+        if placeholder is None:
+            slides.append(Slide(body.strip(), notes.strip(), _figures_of(body)))
+            continue
+        kind = placeholder["part"]
+        if kind not in plan_slides.PARTS:
+            raise ValueError(
+                f"{name}: unknown placeholder {kind!r}; the plan's parts are "
+                f"{plan_slides.PARTS}"
+            )
+        markdown, spoken = written.slide(kind, found.count(kind))
+        found.append(kind)
+        slides.append(Slide(markdown, spoken, _figures_of(markdown), f"plan:{kind}"))
+    expected = plan_slides.expected_parts(written.session)
+    if sorted(found) != sorted(expected):
+        raise ValueError(
+            f"{name}: placeholders {sorted(found)}, but session {written.number} "
+            f"needs {sorted(expected)} ('<!-- plan: PART -->' slides)"
+        )
+    return slides
 
 
 def _split_notes(part: str) -> tuple[str, str]:
@@ -181,7 +228,8 @@ def load_figures() -> ModuleType:
 
 
 def render_slide(slide: Slide, md: MarkdownIt) -> str:
-    """One <section>: the slide's HTML and its notes in <aside class="notes">.
+    """One <section>: the slide's HTML and its notes in <aside class="notes">; a
+    title slide's section has the class ``title`` (centred, slides.css).
 
     Raises ValueError when an image has no alt text.
     """
@@ -199,7 +247,8 @@ def render_slide(slide: Slide, md: MarkdownIt) -> str:
     body = md.renderer.render(tokens, md.options, {})
     notes = md.render(slide.notes) if slide.notes else ""
     aside = f'\n<aside class="notes">\n{notes}</aside>' if notes else ""
-    return f"<section>\n{body}{aside}\n</section>"
+    opening = '<section class="title">' if slide.origin == "plan:title" else "<section>"
+    return f"{opening}\n{body}{aside}\n</section>"
 
 
 PAGE = """<!doctype html>

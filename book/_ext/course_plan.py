@@ -6,11 +6,17 @@ Sphinx's LaTeX builder alike. The parts: ``overview`` (one table, a row per
 session), ``prerequisites``, ``sessions`` (a section per session: reading, the
 timed outline, the live demo, lab and homework, discussion, readings, slides),
 ``project`` (the final project and its rubric), ``written-answers`` (the rubric
-for prose answers) and ``variants`` (shorter formats).
+for prose answers), ``grading`` (the points of the graded assignments, exercise by
+exercise) and ``variants`` (shorter formats).
 
 Chapters are named by number in the plan; their titles and reading times come
 from the notebooks ``book/NN_*.ipynb``: the words of their Markdown cells at
 :data:`WORDS_PER_MINUTE`. Text fields of the plan are MyST inline Markdown.
+
+The functions above the directive read the plan for everything else that follows
+it: the slide decks (tools/build_slides.py) and the graded assignments
+(tools/assignments.py, which takes its points from :func:`exercise_points` and
+:func:`written_points`).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ PARTS = (
     "sessions",
     "project",
     "written-answers",
+    "grading",
     "variants",
 )
 KINDS = {
@@ -91,6 +98,21 @@ def chapter_title(notebook: Path) -> str:
     raise ValueError(f"{Path(notebook).name} has no level-one heading")
 
 
+EXERCISE = re.compile(
+    r"```\{exercise\}[ \t]*(?P<title>[^\n]*)\n:label: (?P<label>ch\d+-ex\d+)"
+)
+
+
+def exercise_titles(notebook: Path) -> dict[str, str]:
+    """Each exercise of a chapter, by label, with the title its directive gives."""
+    return {
+        match["label"]: match["title"].strip()
+        for cell in json.loads(Path(notebook).read_text())["cells"]
+        if cell["cell_type"] == "markdown"
+        for match in EXERCISE.finditer("".join(cell["source"]))
+    }
+
+
 def load_plan(path: Path = PLAN) -> dict[str, Any]:
     """The plan as read from its YAML file."""
     plan = yaml.safe_load(Path(path).read_text())
@@ -107,14 +129,94 @@ def exercise_number(label: str) -> str:
     return f"{match['chapter']}.{match['number']}"
 
 
+def exercise_order(label: str) -> tuple[int, int]:
+    """``ch10-ex2`` -> ``(10, 2)``: a key that sorts exercises as the book does."""
+    chapter, number = exercise_number(label).split(".")
+    return int(chapter), int(number)
+
+
 def exercise_name(label: str) -> str:
     """``ch4-ex2`` -> ``Exercise 4.2``."""
     return f"Exercise {exercise_number(label)}"
 
 
+def chapter_numbers(numbers: list[int]) -> str:
+    """``[4]`` -> ``chapter 4``, ``[1, 2, 3]`` -> ``chapters 1, 2 and 3``."""
+    if len(numbers) == 1:
+        return f"chapter {numbers[0]}"
+    first = ", ".join(str(n) for n in numbers[:-1])
+    return f"chapters {first} and {numbers[-1]}"
+
+
 def clock(minute: int) -> str:
     """Minutes into a session as ``h:mm``."""
     return f"{minute // 60}:{minute % 60:02d}"
+
+
+NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight")
+
+
+def plural(count: int, unit: str) -> str:
+    """``(1, "point")`` -> ``1 point``, ``(4, "point")`` -> ``4 points``."""
+    return f"{count} {unit}" if count == 1 else f"{count} {unit}s"
+
+
+def weeks(count: int) -> str:
+    """``1`` -> ``one week``, ``3`` -> ``three weeks``."""
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise ValueError(f"count must be a positive int of weeks, got {count!r}")
+    word = NUMBER_WORDS[count] if count < len(NUMBER_WORDS) else str(count)
+    return f"{word} week" if count == 1 else f"{word} weeks"
+
+
+def session_demos(session: dict[str, Any]) -> list[dict[str, Any]]:
+    """The demos of a session, block by block: each ``{chapter, section, run}``."""
+    return [
+        demo
+        for block in session["blocks"]
+        if block["kind"] == "demo"
+        for demo in block["demos"]
+    ]
+
+
+def homework_due(plan: dict[str, Any], number: int) -> str:
+    """When session ``number``'s homework is due, from the plan's one rule."""
+    count = plan["format"]["homework_due_weeks"]
+    due = f"{weeks(count)} after session {number}"
+    if count == 1 and number < len(plan["sessions"]):
+        due += f", at the start of session {number + 1}"
+    return due
+
+
+def answer_points(plan: dict[str, Any]) -> dict[str, int]:
+    """The points of each kind of answer a check takes (``grading`` in the plan)."""
+    return {answer["kind"]: answer["points"] for answer in plan["grading"]["answers"]}
+
+
+def written_points(plan: dict[str, Any]) -> int:
+    """The points of a written answer: the top level of the plan's rubric."""
+    return max(level["points"] for level in plan["written_answers"]["levels"])
+
+
+def written_asks(plan: dict[str, Any]) -> dict[str, str]:
+    """The exercises with a written answer, each with what the answer explains."""
+    return {
+        item["label"]: item["asks"] for item in plan["written_answers"]["applies_to"]
+    }
+
+
+def exercise_points(plan: dict[str, Any], label: str) -> int:
+    """The points of exercise ``label``'s check: the plan's points of each answer it
+    takes (relpos.book.exercises.grading says which kinds), the written answer not
+    included."""
+    from relpos.book.exercises.grading import grading
+
+    points = answer_points(plan)
+    kinds = grading(label).answers
+    unpriced = sorted(set(kinds) - set(points))
+    if unpriced:
+        raise ValueError(f"plan.yml's grading gives no points for {unpriced}")
+    return sum(points[kind] for kind in kinds)
 
 
 class CoursePlan(SphinxDirective):
@@ -205,11 +307,17 @@ class CoursePlan(SphinxDirective):
     def exercise(self, label: str) -> str:
         return f"{{ref}}`{exercise_name(label)} <{label}>`"
 
+    def block_topic(self, block: dict[str, Any]) -> str:
+        """A block's topic; a demo's is the sections it runs."""
+        if block["kind"] != "demo" or "demos" not in block:
+            return block["topic"]
+        runs = "; ".join(
+            f"chapter {demo['chapter']}, *{demo['section']}*" for demo in block["demos"]
+        )
+        return runs[0].upper() + runs[1:]
+
     def chapter_numbers(self, numbers: list[int]) -> str:
-        if len(numbers) == 1:
-            return f"chapter {numbers[0]}"
-        first = ", ".join(str(n) for n in numbers[:-1])
-        return f"chapters {first} and {numbers[-1]}"
+        return chapter_numbers(numbers)
 
     # -- the parts ----------------------------------------------------------------
 
@@ -229,9 +337,15 @@ class CoursePlan(SphinxDirective):
                     ", ".join(exercise_number(label) for label in home),
                 ]
             )
-        form = self.plan["format"]
+        form, project = self.plan["format"], self.plan["project"]
+        rule = (
+            "Homework, the exercises of a session not done in its lab, is due "
+            f"{weeks(form['homework_due_weeks'])} after the session that sets it; the "
+            f"final project is launched in session {project['launched']} and due "
+            f"{weeks(project['weeks'])} later."
+        )
         return [
-            self.para(form["audience"]),
+            self.para(f"{form['audience']} {rule}"),
             self.table(
                 ["session", "chapters", "reading before", "lab", "homework"], rows
             ),
@@ -280,7 +394,7 @@ class CoursePlan(SphinxDirective):
                     f"{clock(start)}\u2013{clock(end)}",
                     str(block["minutes"]),
                     KINDS[block["kind"]],
-                    block["topic"],
+                    self.block_topic(block),
                 ]
             )
             start = end
@@ -291,13 +405,13 @@ class CoursePlan(SphinxDirective):
             [
                 f"{self.chapter_link(demo['chapter'])}, *{demo['section']}*: "
                 f"{demo['run']}"
-                for demo in session["demo"]
+                for demo in session_demos(session)
             ]
         )
 
         for kind, title in (
             ("lab", "Lab"),
-            ("homework", "Homework (before the next session)"),
+            ("homework", f"Homework (due {homework_due(self.plan, number)})"),
         ):
             planned = [e for e in session["exercises"] if e["as"] == kind]
             if not planned:
@@ -359,12 +473,53 @@ class CoursePlan(SphinxDirective):
         applies = [
             f"{self.exercise(e['label'])}: {e['asks']}" for e in written["applies_to"]
         ]
+        top = written_points(self.plan)
         return [
-            self.para(written["summary"]),
+            self.para(
+                f"{written['summary']} A written answer is worth "
+                f"{plural(top, 'point')}:"
+            ),
             self.table(["points", "the written answer is"], levels, [12, 88]),
             self.rubric("The exercises it applies to"),
             self.bullets(applies),
         ]
+
+    def render_grading(self) -> list[nodes.Node]:
+        from relpos.book.exercises.grading import GRADING
+
+        points = answer_points(self.plan)
+        top = written_points(self.plan)
+        rule = [
+            f"**{plural(points[a['kind']], 'point')}** for each answer that is "
+            f"{a['means']};"
+            for a in self.plan["grading"]["answers"]
+        ]
+        rule.append(
+            f"**{plural(top, 'point')}** for each written answer, graded by hand with "
+            "the rubric under *Marking written answers*."
+        )
+        asks = written_asks(self.plan)
+        rows = [
+            [
+                exercise_number(label),
+                GRADING[label].described,
+                str(exercise_points(self.plan, label)),
+                "hidden" if GRADING[label].hidden else "visible",
+                str(top) if label in asks else "none",
+            ]
+            for label in self.planned_labels()
+        ]
+        header = ["exercise", "the check takes", "points", "test", "written answer"]
+        return [
+            self.para("One rule for every exercise, per answer its check takes:"),
+            self.bullets(rule),
+            self.table(header, rows, [12, 40, 12, 14, 22]),
+        ]
+
+    def planned_labels(self) -> list[str]:
+        """Every planned exercise, in the book's order."""
+        labels = [e["label"] for s in self.plan["sessions"] for e in s["exercises"]]
+        return sorted(labels, key=exercise_order)
 
     def render_variants(self) -> list[nodes.Node]:
         found: list[nodes.Node] = []

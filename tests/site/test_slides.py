@@ -5,8 +5,16 @@ opens each from disk with every request that is not file:// aborted and counted,
 and checks that reveal.js started, the deck has its number of slides, every formula
 was typeset by KaTeX, every figure loaded and has alt text, the console stayed
 clean, and every slide fits reveal's 1280 x 720 frame (no code block scrolls
-sideways, no slide taller than the frame). A unit-level check reads the sources:
-each deck names only the chapters of its session, and all of them.
+sideways, no slide taller than the frame).
+
+Unit-level checks read the decks as the build assembles them, before any browser:
+each names only the chapters of its session, and all of them; every slide has
+speaker notes; and each deck states exactly what the course plan
+(book/course/plan.yml) says of its session, read back from the slides: the title,
+the outline's minutes, every demo's sections, the lab and the homework with its due
+date, the discussion questions with their good answers in the notes, the final
+project's points. The teaching slides, written by hand, state none of these: no
+minutes, no lab, homework, demo or discussion of their own.
 
 Without Chromium the browser checks skip with a message saying how to install it;
 with RELPOS_REQUIRE_BROWSER=1 (set by .ci/run) that skip is a failure. Without
@@ -27,9 +35,12 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
 import build_slides  # noqa: E402
+import plan_slides  # noqa: E402
 from _browser import console_errors_of  # noqa: E402
+from plan_slides import course_plan  # noqa: E402
 
 DECKS = build_slides.deck_sources()
+SESSIONS = {s["number"]: s for s in build_slides.PLAN["sessions"]}
 SHOTS = ROOT / "_build" / "screenshots" / "slides"
 
 # How a deck names a chapter: "chapter 4", "chapters 9 and 10", "chapters 1-3",
@@ -41,6 +52,11 @@ CHAPTER_WORDS = re.compile(
 NOTEBOOK = re.compile(r"\b(\d\d)_[a-z0-9_]+\.ipynb")
 EXERCISE = re.compile(r"\b(?:[Ee]xercises?\s+|ch)(\d+)(?:\.\d+|-ex\d+)")
 LAB_ITEM = re.compile(r"^\s*-?\s*(\d+)\.\d+ [A-Z]", re.M)
+
+
+def deck_text(deck: build_slides.Deck) -> str:
+    """Every slide's Markdown and notes, as the build assembles the deck."""
+    return "\n".join(f"{slide.body}\n{slide.notes}" for slide in deck.slides)
 
 
 def chapters_named(text: str) -> set[int]:
@@ -69,7 +85,7 @@ def test_chapter_references_are_read():
 def test_deck_names_only_its_session_chapters(source):
     deck = build_slides.parse_deck(source)
     expected = set(build_slides.SESSION_CHAPTERS[deck.session])
-    named = chapters_named(source.read_text())
+    named = chapters_named(deck_text(deck))
     assert named <= expected, (
         f"{source.name} (session {deck.session}) names chapters "
         f"{sorted(named - expected)} of another session"
@@ -89,25 +105,158 @@ def test_npm_ci_runs_when_node_modules_is_unlike_the_lock(tmp_path):
     assert build_slides.installed_matches_lock(tmp_path)
 
 
+def deck_source(session: int, teaching: list[str], skip: str = "") -> str:
+    """A deck of ``teaching`` slides (each with notes) and the plan's placeholders
+    for ``session``, less one ``skip``."""
+    parts = plan_slides.expected_parts(SESSIONS[session])
+    if skip:
+        parts.remove(skip)
+    holders = [f"<!-- plan: {part} -->" for part in parts]
+    slides = [f"{body}\n\nNote:\nWhat to say." for body in teaching]
+    return f"---\nsession: {session}\n---\n" + "\n---\n".join(holders + slides)
+
+
 def test_a_deck_that_does_not_fit_is_refused(tmp_path):
-    header = "---\nsession: 2\ntitle: t\nchapters: [4, 5]\n---\n"
-    slides = ["## A slide\n\nText.\n"] * build_slides.SLIDES_PER_DECK[0]
-    wide = "```python\n" + "x" * (build_slides.MAX_CODE_COLUMNS + 1) + "\n```\n"
     source = tmp_path / "session-2.md"
-    source.write_text(header + "\n---\n".join(slides))
-    assert len(build_slides.parse_deck(source).slides) == len(slides)
-    source.write_text(header + "\n---\n".join(slides + [wide]))
+    holders = len(plan_slides.expected_parts(SESSIONS[2]))
+    enough = ["## A slide\n\nText."] * (build_slides.SLIDES_PER_DECK[0] - holders)
+    wide = "```python\n" + "x" * (build_slides.MAX_CODE_COLUMNS + 1) + "\n```"
+    source.write_text(deck_source(2, enough))
+    deck = build_slides.parse_deck(source)
+    assert len(deck.slides) == build_slides.SLIDES_PER_DECK[0]
+    assert deck.title == SESSIONS[2]["title"] and deck.chapters == (4, 5)
+    source.write_text(deck_source(2, enough + [wide]))
     with pytest.raises(ValueError, match="code line"):
         build_slides.parse_deck(source)
-    source.write_text(header + "\n---\n".join(slides[:-1]))
+    source.write_text(deck_source(2, enough[:-1]))
     with pytest.raises(ValueError, match="slides, expected"):
-        build_slides.parse_deck(source)
-    source.write_text(header.replace("[4, 5]", "[3, 4, 5]") + "\n---\n".join(slides))
-    with pytest.raises(ValueError, match="chapters"):
         build_slides.parse_deck(source)
     no_alt = build_slides.Slide("![](figure:streams)", "")
     with pytest.raises(ValueError, match="alt text"):
         build_slides.render_slide(no_alt, build_slides.markdown())
+
+
+def test_a_deck_must_hold_each_placeholder_of_its_plan_and_notes_everywhere(tmp_path):
+    source = tmp_path / "session-1.md"
+    teaching = ["## A slide\n\nText."] * 10
+    source.write_text(deck_source(1, teaching, skip="lab"))
+    with pytest.raises(ValueError, match="placeholders"):
+        build_slides.parse_deck(source)
+    source.write_text(deck_source(1, teaching + ["<!-- plan: lab -->"]))
+    with pytest.raises(ValueError, match="placeholders"):  # the lab twice
+        build_slides.parse_deck(source)
+    source.write_text(deck_source(1, teaching + ["<!-- plan: quiz -->"]))
+    with pytest.raises(ValueError, match="unknown placeholder 'quiz'"):
+        build_slides.parse_deck(source)
+    source.write_text(deck_source(1, teaching).replace("Note:\nWhat to say.", "", 1))
+    with pytest.raises(ValueError, match="no speaker notes"):
+        build_slides.parse_deck(source)
+    typed = deck_source(1, teaching).replace("session: 1", "session: 1\ntitle: Mine")
+    source.write_text(typed)
+    with pytest.raises(ValueError, match="plan.yml"):
+        build_slides.parse_deck(source)
+    with pytest.raises(ValueError, match="role"):
+        plan_slides.plain("read {cite:t}`he2021deberta`")
+    with pytest.raises(ValueError, match="part"):
+        plan_slides.SessionSlides(build_slides.PLAN, 1).slide("quiz")
+
+
+def plan_slides_of(deck: build_slides.Deck, part: str) -> list[build_slides.Slide]:
+    return [slide for slide in deck.slides if slide.origin == f"plan:{part}"]
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def listed(body: str) -> list[str]:
+    """The exercise numbers a slide lists, one per item: ``- 4.2 Title``."""
+    return re.findall(r"^- (\d+\.\d+) ", body, flags=re.MULTILINE)
+
+
+@pytest.mark.parametrize("source", DECKS, ids=lambda p: p.stem)
+def test_a_deck_states_exactly_what_the_plan_says_of_its_session(source):
+    deck = build_slides.parse_deck(source)
+    session, plan = SESSIONS[deck.session], build_slides.PLAN
+    blocks = session["blocks"]
+    minutes = {kind: sum(b["minutes"] for b in blocks if b["kind"] == kind)
+               for kind in course_plan.KINDS}
+    planned = {
+        kind: [course_plan.exercise_number(e["label"])
+               for e in session["exercises"] if e["as"] == kind]
+        for kind in ("lab", "homework")
+    }
+
+    (title,) = plan_slides_of(deck, "title")
+    assert title.body.startswith(f"# {session['title']}\n")
+    assert one_line(session["goal"]) in title.notes
+
+    (agenda,) = plan_slides_of(deck, "agenda")
+    rows = re.findall(
+        r"^\| (\d:\d\d)\u2013(\d:\d\d) \| (\d+) \| ([\w ]+) \|", agenda.body, re.M
+    )
+    assert [(int(row[2]), row[3]) for row in rows] == [
+        (block["minutes"], course_plan.KINDS[block["kind"]]) for block in blocks
+    ]
+    assert rows[-1][1] == course_plan.clock(plan["format"]["minutes"])
+
+    demos = [block for block in blocks if block["kind"] == "demo"]
+    shown = plan_slides_of(deck, "demo")
+    assert len(shown) == len(demos)
+    for slide, block in zip(shown, demos):
+        assert slide.body.startswith(f"## Live demo: {block['minutes']} minutes\n")
+        sections = re.findall(r"^- Chapter \d+, \*(.+)\*", slide.body, re.M)
+        assert sections == [demo["section"] for demo in block["demos"]]
+        for demo in block["demos"]:
+            assert one_line(demo["run"]) in slide.notes
+
+    (lab,) = plan_slides_of(deck, "lab")
+    assert lab.body.startswith(f"## Lab: {minutes['lab']} minutes\n")
+    assert listed(lab.body) == planned["lab"]
+
+    homework = plan_slides_of(deck, "homework")
+    assert [listed(slide.body) for slide in homework] == [planned["homework"]]
+    due = course_plan.homework_due(plan, deck.session)
+    assert f"Due {due}:" in homework[0].body
+
+    (discussion,) = plan_slides_of(deck, "discussion")
+    assert discussion.body.startswith(
+        f"## Discussion: {minutes['discussion']} minutes\n"
+    )
+    questions = re.findall(r"^\d+\. (.+)$", discussion.body, re.M)
+    assert questions == [one_line(item["question"]) for item in session["discussion"]]
+    for item in session["discussion"]:
+        assert one_line(item["good_answer"]) in discussion.notes
+
+    projects = plan_slides_of(deck, "project")
+    launched = plan["project"]["launched"] == deck.session
+    assert len(projects) == launched == ("project" in [b["kind"] for b in blocks])
+    if launched:
+        criteria = plan["project"]["rubric"]["criteria"]
+        points = re.findall(r"^\| [^|]+ \| (\d+) \|$", projects[0].body, re.M)
+        assert [int(p) for p in points] == [c["points"][0] for c in criteria] + [
+            sum(c["points"][0] for c in criteria)
+        ]
+        assert f"due {course_plan.weeks(plan['project']['weeks'])} after" in (
+            projects[0].body
+        )
+
+
+# What only the plan says of a session: a duration, a lab, homework, a demo, a
+# discussion. A teaching slide that says one would go stale when the plan changes.
+SESSION_WORDS = re.compile(
+    r"\b(?:\d+\s*min(?:ute)?s?|lab|homework|demo|discussion|deadlines?)\b", re.I
+)
+
+
+@pytest.mark.parametrize("source", DECKS, ids=lambda p: p.stem)
+def test_the_teaching_slides_leave_the_session_to_the_plan(source):
+    deck = build_slides.parse_deck(source)
+    assert all(slide.notes for slide in deck.slides), "a slide without notes"
+    for number, slide in enumerate(deck.slides, 1):
+        if not slide.origin:
+            found = SESSION_WORDS.findall(f"{slide.body}\n{slide.notes}")
+            assert not found, f"{source.name}, slide {number}: {found}"
 
 
 def test_one_deck_per_session():

@@ -17,9 +17,9 @@ checks; each registers itself with ``@exercise("chN-exM")``, and every such
 module in this package is imported here, so a new chapter adds a module and
 touches nothing else.
 
-The graded assignments (``make assignments``) read each exercise's points and
-whether its test is hidden from ``grading.GRADING``; ``answered(label, ...)`` is
-the visible half of a hidden test.
+The graded assignments (``make assignments``) read the kinds of answer each check
+takes and whether its test is hidden from ``grading.GRADING`` (the points per kind
+are the course plan's); ``answered(label, ...)`` is the visible half of a hidden test.
 """
 
 from __future__ import annotations

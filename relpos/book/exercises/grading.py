@@ -1,11 +1,12 @@
-"""Points and hidden tests of the graded assignments (``make assignments``).
+"""What each exercise's check takes, and which tests are hidden (``make assignments``).
 
-Every exercise with a check has an entry in ``GRADING``: the points its check is
-worth and whether the graded test is hidden. The scheme, per answer the check
-takes: **2 points** for code (a function, a class, a module, or a tensor the
-student computes), **1 point** for a number or a short list, set or table of
-numbers; a written answer (the worked reasoning the book gives as Markdown in
-the solution) is graded by hand and worth ``WRITTEN_POINTS``.
+Every exercise with a check has an entry in ``GRADING``: the kind of each answer its
+check takes, ``"code"`` (a function, a class, a module, or a tensor the student
+computes) or ``"number"`` (a number, or a short list, set or table of numbers), and
+whether the graded test is hidden. What a kind is worth is the course's rubric, not a
+fact about the check: book/course/plan.yml (``grading``) gives the points per kind
+and per written answer, and tools/assignments.py, which writes the problem sets,
+reads them there.
 
 A test is **hidden** where the visible self-check would give the answer away:
 where an answer is a number (or a few) that the check's hints would steer a
@@ -23,68 +24,78 @@ from typing import Any
 
 from ._core import fitting_check
 
-WRITTEN_POINTS = 2
+# The kinds of answer a check takes (book/course/plan.yml gives each its points).
+KINDS = ("code", "number")
 
 
 @dataclass(frozen=True)
 class Grading:
-    """How one exercise's check is graded: ``points`` and a ``hidden`` test."""
+    """How one exercise's check is graded: the kind of each of its ``answers``,
+    whether its test is ``hidden``, and what it takes in words (``described``)."""
 
-    points: int
+    answers: tuple[str, ...]
     hidden: bool
-    answers: str  # what the check takes, in words, for the instructors' table
+    described: str  # for the instructors' table
+
+    def __post_init__(self) -> None:
+        if not self.answers or not set(self.answers) <= set(KINDS):
+            raise ValueError(
+                f"answers must be a non-empty tuple of kinds from {KINDS}, "
+                f"got {self.answers!r}"
+            )
 
 
-def _visible(points: int, answers: str) -> Grading:
-    return Grading(points, False, answers)
+def _visible(answers: tuple[str, ...], described: str) -> Grading:
+    return Grading(answers, False, described)
 
 
-def _hidden(points: int, answers: str) -> Grading:
-    return Grading(points, True, answers)
+def _hidden(answers: tuple[str, ...], described: str) -> Grading:
+    return Grading(answers, True, described)
 
 
+CODE, NUMBER = ("code",), ("number",)
 GRADING: dict[str, Grading] = {
-    "ch1-ex1": _visible(2, "a function"),
-    "ch1-ex2": _visible(2, "a tensor of rows"),
-    "ch1-ex3": _hidden(3, "a tensor and a row number"),
-    "ch2-ex1": _hidden(1, "seven row numbers"),
-    "ch2-ex2": _visible(2, "a function"),
-    "ch2-ex3": _hidden(3, "a function and a number of rows"),
-    "ch3-ex1": _visible(2, "a function"),
-    "ch3-ex2": _hidden(1, "a sequence length"),
-    "ch3-ex3": _hidden(1, "a norm"),
-    "ch4-ex1": _visible(2, "a function"),
-    "ch4-ex2": _visible(2, "a boolean tensor"),
-    "ch4-ex3": _hidden(1, "a scale"),
-    "ch4-ex4": _hidden(1, "a set of projection names"),
-    "ch5-ex1": _visible(2, "a function"),
-    "ch5-ex2": _visible(2, "a tensor of scores"),
-    "ch5-ex3": _visible(2, "a module class"),
-    "ch6-ex1": _hidden(2, "two numbers of pairs"),
-    "ch6-ex2": _hidden(1, "a distance"),
-    "ch6-ex3": _hidden(1, "a fraction"),
-    "ch7-ex1": _visible(2, "a function"),
-    "ch7-ex2": _visible(2, "a tensor of context vectors"),
-    "ch7-ex3": _visible(2, "a module"),
-    "ch8-ex1": _visible(2, "a function"),
-    "ch8-ex2": _visible(2, "a function"),
-    "ch8-ex3": _visible(2, "a function"),
-    "ch9-ex1": _hidden(3, "a span and a trained run"),
-    "ch9-ex2": _hidden(1, "a table of training sizes"),
-    "ch10-ex1": _hidden(1, "a table of test lengths"),
-    "ch10-ex2": _visible(4, "a scheme builder and its trained run"),
-    "ch10-ex3": _hidden(1, "a table of accuracy differences"),
-    "ch11-ex1": _visible(2, "a function"),
-    "ch11-ex2": _hidden(1, "a table of bits-per-byte differences"),
+    "ch1-ex1": _visible(CODE, "a function"),
+    "ch1-ex2": _visible(CODE, "a tensor of rows"),
+    "ch1-ex3": _hidden(CODE + NUMBER, "a tensor and a row number"),
+    "ch2-ex1": _hidden(NUMBER, "seven row numbers"),
+    "ch2-ex2": _visible(CODE, "a function"),
+    "ch2-ex3": _hidden(CODE + NUMBER, "a function and a number of rows"),
+    "ch3-ex1": _visible(CODE, "a function"),
+    "ch3-ex2": _hidden(NUMBER, "a sequence length"),
+    "ch3-ex3": _hidden(NUMBER, "a norm"),
+    "ch4-ex1": _visible(CODE, "a function"),
+    "ch4-ex2": _visible(CODE, "a boolean tensor"),
+    "ch4-ex3": _hidden(NUMBER, "a scale"),
+    "ch4-ex4": _hidden(NUMBER, "a set of projection names"),
+    "ch5-ex1": _visible(CODE, "a function"),
+    "ch5-ex2": _visible(CODE, "a tensor of scores"),
+    "ch5-ex3": _visible(CODE, "a module class"),
+    "ch6-ex1": _hidden(NUMBER + NUMBER, "two numbers of pairs"),
+    "ch6-ex2": _hidden(NUMBER, "a distance"),
+    "ch6-ex3": _hidden(NUMBER, "a fraction"),
+    "ch7-ex1": _visible(CODE, "a function"),
+    "ch7-ex2": _visible(CODE, "a tensor of context vectors"),
+    "ch7-ex3": _visible(CODE, "a module"),
+    "ch8-ex1": _visible(CODE, "a function"),
+    "ch8-ex2": _visible(CODE, "a function"),
+    "ch8-ex3": _visible(CODE, "a function"),
+    "ch9-ex1": _hidden(NUMBER + CODE, "a span and a trained run"),
+    "ch9-ex2": _hidden(NUMBER, "a table of training sizes"),
+    "ch10-ex1": _hidden(NUMBER, "a table of test lengths"),
+    "ch10-ex2": _visible(CODE + CODE, "a scheme builder and its trained run"),
+    "ch10-ex3": _hidden(NUMBER, "a table of accuracy differences"),
+    "ch11-ex1": _visible(CODE, "a function"),
+    "ch11-ex2": _hidden(NUMBER, "a table of bits-per-byte differences"),
 }
 
 
 def grading(label: str) -> Grading:
-    """The points and hidden flag of exercise ``label``."""
+    """The kinds of answer and the hidden flag of exercise ``label``."""
     if label not in GRADING:
         raise ValueError(
             f"label must be an exercise listed in relpos.book.exercises.grading."
-            f"GRADING (every exercise needs points), got {label!r}"
+            f"GRADING (every exercise needs its answers' kinds), got {label!r}"
         )
     return GRADING[label]
 
