@@ -33,6 +33,10 @@ def test_solutions_are_out_and_checks_are_in(edition, chapter):
     assert "BEGIN SOLUTION" not in text and "END SOLUTION" not in text
     assert "{solution-start}" not in text and "{solution-end}" not in text
     assert "{exercise}" not in text and "{cite" not in text
+    # the self-check's questions, written out, with their answers collapsed
+    assert "{self-check}" not in text
+    is_chapter = chapter.name[:2].isdigit()  # not an appendix page
+    assert text.count("<details><summary>Answers</summary>") == int(is_chapter)
 
     def checks(notebook) -> list[str]:
         return re.findall(

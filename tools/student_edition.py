@@ -17,7 +17,9 @@ are built"). For every notebook in book/ this script
   website only); Jupyter shows the picture and its text;
 - turns each ``{exercise}`` directive into plain Markdown ("**Exercise 2.1.** ...")
   and each ``{cite:p}`` role into "(Author et al., year)", since Jupyter shows MyST
-  directives and roles as raw text.
+  directives and roles as raw text;
+- writes each ``{self-check}`` directive out as its questions, with the answers in a
+  collapsed block (``book/_ext/self_check_questions.py``, ``as_markdown``).
 
 Every other cell is kept as it is, outputs included. The edition is written to
 OUTPUT with a README listing its notebooks. nbgrader (and the jupyterlab it brings)
@@ -46,6 +48,9 @@ except ModuleNotFoundError as missing:  # the site's environment has no nbgrader
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+sys.path.insert(0, str(BOOK / "_ext"))
+
+from self_check_questions import as_markdown, data_file, load_questions  # noqa: E402
 
 # A gated solution's fence with its options: {solution-start} or {solution-end}
 _GATE = re.compile(
@@ -59,6 +64,7 @@ _EXERCISE = re.compile(
     re.DOTALL,
 )
 _LABEL = re.compile(r":label:\s*ch(\d+)-ex(\d+)")
+_SELF_CHECK = re.compile(r"```\{self-check\}[ \t]*(?P<name>\S+)[ \t]*\n```")
 _CITE = re.compile(
     r"\{cite(?::(?P<style>[pt]))?\}`(?P<keys>[\w:.-]+(?:,\s*[\w:.-]+)*)`"
 )
@@ -93,8 +99,13 @@ def _plain_exercise(match: re.Match) -> str:
     return f"**Exercise{number}.**{title}\n\n{match.group('body').strip()}"
 
 
+def _plain_self_check(match: re.Match) -> str:
+    return as_markdown(load_questions(data_file(match.group("name"))))
+
+
 def _plain_markdown(text: str, citations: dict[str, str]) -> str:
     text = _EXERCISE.sub(_plain_exercise, text)
+    text = _SELF_CHECK.sub(_plain_self_check, text)
 
     def cite(match: re.Match) -> str:
         keys = [k.strip() for k in match.group("keys").split(",")]
