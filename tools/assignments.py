@@ -41,13 +41,13 @@ import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from student_edition import (  # noqa: E402  (nbgrader's absence is reported there)
+from student_edition import (  # noqa: E402
     BEGIN,
     BOOK,
     END,
     ROOT,
     _citations,
-    _GATE,
+    GATE,
     _plain_markdown,
 )
 
@@ -98,7 +98,7 @@ def _meta(grade_id: str, **flags: object) -> dict:
 def _segments(text: str, inside: bool) -> tuple[list[tuple[bool, str, str]], bool]:
     """A Markdown cell cut at its solution gates: ``(inside, label, text)`` pieces."""
     pieces, position, label = [], 0, ""
-    for gate in _GATE.finditer(text):
+    for gate in GATE.finditer(text):
         pieces.append((inside, label, text[position : gate.start()]))
         opening = gate.group("kind") == "solution-start"
         if opening == inside:

@@ -25,6 +25,8 @@ import yaml
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
+from editions import students
+
 WORDS_PER_MINUTE = 200
 BOOK = Path(__file__).resolve().parent.parent
 PLAN = BOOK / "course" / "plan.yml"
@@ -316,7 +318,8 @@ class CoursePlan(SphinxDirective):
         for item in session["discussion"]:
             entry = nodes.list_item()
             entry += self.para(item["question"])
-            entry += self.para(f"*A good answer*: {item['good_answer']}")
+            if not students():
+                entry += self.para(f"*A good answer*: {item['good_answer']}")
             questions += entry
         section += questions
 
