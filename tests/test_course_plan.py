@@ -318,3 +318,57 @@ def test_reading_minutes_are_words_at_200_a_minute(tmp_path):
     assert course_plan.exercise_name("ch10-ex3") == "Exercise 10.3"
     with pytest.raises(ValueError, match="label"):
         course_plan.exercise_name("ch10.3")
+
+
+def test_a_variant_session_teaches_only_what_was_read():
+    for variant in PLAN["variants"]:
+        read: set[int] = set()
+        for session in variant["sessions"]:
+            read |= set(session["reading"])
+            unread = sorted(set(session["chapters"]) - read)
+            assert not unread, (variant["name"], session["title"], unread)
+
+
+def test_homework_is_due_when_the_plan_says_and_never_at_a_missing_session():
+    last = SESSIONS[-1]["number"]
+    for session in SESSIONS[:-1]:
+        due = course_plan.homework_due(PLAN, session["number"])
+        assert due == f"due at the start of session {session['number'] + 1}"
+    due = course_plan.homework_due(PLAN, last)
+    days = PLAN["assessment"]["problem_sets"]["due_days"]
+    assert due == f"due {days} days after this session", due
+    assert "next session" not in " ".join(strings(SESSIONS[-1]))
+    # a plan whose homework is due sooner than the next session says so
+    sooner = {**PLAN, "assessment": {**PLAN["assessment"], "session_interval_days": 14}}
+    assert course_plan.homework_due(sooner, 1) == f"due {days} days after this session"
+
+
+def test_the_project_has_three_milestones_and_a_template():
+    project = PLAN["project"]
+    milestones = project["milestones"]
+    assert [m["name"] for m in milestones] == ["Prediction", "Sweep", "Write-up"]
+    weeks = [m["week"] for m in milestones]
+    assert weeks == sorted(set(weeks)) and weeks[-1] == project["weeks"], weeks
+    assert "before any sweep runs" in milestones[0]["hand_in"]
+    template = (ROOT / project["template"]).read_text()
+    parts = re.findall(r"^## Part (\d): .*\(milestone (\d)", template, re.MULTILINE)
+    assert parts == [("1", "1"), ("2", "2"), ("3", "3")], parts
+    # what the rubric grades is asked for: a prediction first, every seed, a command
+    rubric = " ".join(strings(project["rubric"]))
+    assert "a prediction written before the sweep" in rubric
+    for asked in ("prediction", "Every seed", "one command", "i - j"):
+        assert asked.lower() in template.lower(), asked
+    page = (BOOK / "instructors.md").read_text()
+    assert "```{literalinclude} course/project_template.md" in page
+
+
+def test_the_grade_weights_and_the_late_policy_add_up():
+    assessment = PLAN["assessment"]
+    weights = [assessment["problem_sets"]["weight"], assessment["project"]["weight"]]
+    assert sum(weights) == 100 and min(weights) > 0, weights
+    late = assessment["late"]
+    assert 0 < late["percent_per_day"] <= late["max_percent"] <= 100, late
+    assert assessment["problem_sets"]["due_days"] > 0
+    rule = course_plan.late_rule(PLAN, "problem set", "its points")
+    assert f"{late['percent_per_day']}% of its points per day" in rule
+    assert f"at most {late['max_percent']}%" in rule

@@ -5,8 +5,12 @@
 Sphinx's LaTeX builder alike. The parts: ``overview`` (one table, a row per
 session), ``prerequisites``, ``sessions`` (a section per session: reading, the
 timed outline, the live demo, lab and homework, discussion, readings, slides),
-``project`` (the final project and its rubric), ``written-answers`` (the rubric
-for prose answers) and ``variants`` (shorter formats).
+``project`` (the final project, its milestones and its rubric),
+``written-answers`` (the rubric for prose answers), ``variants`` (shorter formats)
+and ``assessment`` (due dates, the late penalty and the grade weights).
+
+In the students' edition of the site (book/_ext/editions.py) the discussion
+questions come without their good answers.
 
 Chapters are named by number in the plan; their titles and reading times come
 from the notebooks ``book/NN_*.ipynb``: the words of their Markdown cells at
@@ -37,6 +41,7 @@ PARTS = (
     "project",
     "written-answers",
     "variants",
+    "assessment",
 )
 KINDS = {
     "lecture": "Lecture",
@@ -299,7 +304,7 @@ class CoursePlan(SphinxDirective):
 
         for kind, title in (
             ("lab", "Lab"),
-            ("homework", "Homework (before the next session)"),
+            ("homework", f"Homework ({homework_due(self.plan, number)})"),
         ):
             planned = [e for e in session["exercises"] if e["as"] == kind]
             if not planned:
@@ -338,6 +343,21 @@ class CoursePlan(SphinxDirective):
             ),
             self.rubric("What to hand in"),
             self.bullets(project["deliverables"]),
+            self.rubric("Milestones"),
+            self.table(
+                ["due", "milestone", "what to hand in"],
+                [
+                    [f"week {m['week']}", m["name"], m["hand_in"]]
+                    for m in project["milestones"]
+                ],
+                [14, 14, 72],
+            ),
+            self.para(
+                f"The weeks count from session {project['launched']}. Every milestone "
+                f"starts from the template, `{project['template']}` (below). "
+                f"{project['prediction_rule']} "
+                + late_rule(self.plan, "milestone", "the project's 100 points")
+            ),
         ]
         rubric = project["rubric"]
         total = sum(criterion["points"][0] for criterion in rubric["criteria"])
@@ -400,6 +420,53 @@ class CoursePlan(SphinxDirective):
                 )
             )
         return found
+
+    def render_assessment(self) -> list[nodes.Node]:
+        assessment = self.plan["assessment"]
+        sets, project = assessment["problem_sets"], assessment["project"]
+        weights = [
+            [
+                "problem sets",
+                f"{sets['weight']}%",
+                "one per chapter, each counting equally: its score (after any late "
+                "penalty) as a percentage of its points",
+            ],
+            [
+                "final project",
+                f"{project['weight']}%",
+                "the rubric's 100 points, less the penalties of late milestones",
+            ],
+        ]
+        last = max(session["number"] for session in self.plan["sessions"])
+        return [
+            self.table(["part", "weight", "how it is scored"], weights, [18, 10, 72]),
+            self.para(
+                f"**Due dates.** A chapter's problem set is due {sets['due_days']} "
+                "days after the start of the session that teaches it (the first "
+                "session's date and time are given when the course is built): the "
+                f"homework of session {last} too, although no session follows it. "
+                + late_rule(self.plan, "problem set", "its points")
+            ),
+        ]
+
+
+def homework_due(plan: dict[str, Any], session: int) -> str:
+    """When a session's homework is due, in words."""
+    assessment = plan["assessment"]
+    days = assessment["problem_sets"]["due_days"]
+    last = max(s["number"] for s in plan["sessions"])
+    if session < last and days == assessment["session_interval_days"]:
+        return f"due at the start of session {session + 1}"
+    return f"due {days} days after this session"
+
+
+def late_rule(plan: dict[str, Any], what: str, points: str) -> str:
+    """The late penalty in words: ``what`` loses a share of ``points``."""
+    late = plan["assessment"]["late"]
+    return (
+        f"**Late work.** A {what} handed in late loses {late['percent_per_day']}% of "
+        f"{points} per day late or part of a day, at most {late['max_percent']}%."
+    )
 
 
 def setup(app):
