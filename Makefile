@@ -172,9 +172,13 @@ student: $(STUDENT_ENV)
 # chapter (source/: solutions, points, hidden tests; release/: what students get,
 # written by nbgrader generate_assignment). Grading runs the problem sets, so it
 # installs the site extra too (book, transformers); book/instructors.md grades.
+# FIRST_SESSION=2026-09-14T10:00+02:00 sets the due dates (book/course/plan.yml),
+# VARIANT=N (an int, a seed) other numbers than the book's.
 .PHONY: assignments
 assignments: $(SITE_ENV) $(STUDENT_ENV)
-	$(BIN)/python tools/assignments.py _build/course
+	$(BIN)/python tools/assignments.py _build/course \
+	    $(if $(FIRST_SESSION),--first-session $(FIRST_SESSION)) \
+	    $(if $(VARIANT),--variant $(VARIANT))
 
 # The print edition: the whole book as one PDF in _build/pdf, typeset by LaTeX
 # (Jupyter Book's LaTeX builder, then latexmk with xelatex). Debian: apt-get install

@@ -1,7 +1,9 @@
 """Write the graded assignments: an nbgrader course, one assignment per chapter.
 
-Usage: .venv/bin/python tools/assignments.py [COURSE] [--book DIR]
-(default COURSE: _build/course; default DIR: book)
+Usage: .venv/bin/python tools/assignments.py [COURSE] [--book DIR] [--variant N]
+       [--first-session DATETIME]
+(default COURSE: _build/course; default DIR: book; variant 0, the book's numbers;
+DATETIME as 2026-09-14T10:00+02:00, the first session's start with its UTC offset)
 
 Each chapter's problem set is its setup cell (the first code cell), its imports
 cell (the second) and every cell from its ``## Exercises`` heading to the end. This
@@ -20,22 +22,32 @@ script writes it, with nbgrader's cell metadata, to ``COURSE/source/chNN/chNN.ip
   the chapter's context are locked (read-only); directives and citations read as
   plain Markdown, as in the student edition.
 
-It writes ``COURSE/nbgrader_config.py`` and runs nbgrader's own
-``generate_assignment``, which writes the students' version to
-``COURSE/release/chNN/chNN.ipynb`` and each assignment to ``COURSE/gradebook.db``.
-book/instructors.md describes the rest of the cycle (collect, ``nbgrader
-autograde``, manual grading, ``nbgrader generate_feedback``, export).
+``--variant N`` changes the numbers of the exercises of tools/variants.py (a seed
+per variant), so that a past year's answers fail this year's checks.
+
+It writes ``COURSE/nbgrader_config.py`` (tools/course_config.py: the late
+penalty, the collection of files downloaded from a learning management system)
+and runs nbgrader's own ``generate_assignment``, which writes the students'
+version to ``COURSE/release/chNN/chNN.ipynb`` and each assignment to
+``COURSE/gradebook.db``. With ``--first-session``, each assignment gets its due
+date there (book/course/plan.yml, ``assessment``: days after the session that
+teaches the chapter). book/instructors.md describes the rest of the cycle
+(collect, ``nbgrader autograde``, manual grading, ``nbgrader generate_feedback``,
+export).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import subprocess
 import sys
 import textwrap
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
+from typing import Any, Callable
 
 import nbformat
 
@@ -45,11 +57,19 @@ from student_edition import (  # noqa: E402
     BEGIN,
     BOOK,
     END,
+    GATE,
     ROOT,
     _citations,
-    GATE,
     _plain_markdown,
 )
+
+from course_config import (  # noqa: E402
+    config_text,
+    due_dates,
+    load_plan,
+    parse_first_session,
+)
+from variants import vary  # noqa: E402
 
 from relpos.book.exercises.grading import WRITTEN_POINTS, grading  # noqa: E402
 
@@ -57,14 +77,6 @@ CHAPTERS = "[0-9][0-9]_*.ipynb"
 _LABEL = re.compile(r"ch\d+-ex\d+")
 _EXERCISES = re.compile(r"^##\s+Exercises\s*$", re.MULTILINE)
 _CHECK = re.compile(r"\bcheck\(")
-CONFIG = '''\
-"""nbgrader's configuration for the relpos course (written by tools/assignments.py)."""
-
-c = get_config()  # noqa: F821 (nbgrader defines it)
-c.CourseDirectory.course_id = "relpos"
-# A problem set runs in seconds; a cell that trains a small model may take longer.
-c.Execute.timeout = 300
-'''
 
 
 def assignment_id(chapter: Path) -> str:
@@ -225,10 +237,17 @@ def _title(notebook: nbformat.NotebookNode) -> str:
 
 
 def assignment_notebook(
-    notebook: nbformat.NotebookNode, citations: dict[str, str], number: int
+    notebook: nbformat.NotebookNode,
+    citations: dict[str, str],
+    number: int,
+    variant: int = 0,
+    due: datetime | None = None,
 ) -> nbformat.NotebookNode:
-    """One chapter's problem set as an nbgrader source notebook (a new notebook)."""
-    cells = problem_set(nbformat.from_dict(notebook))
+    """One chapter's problem set as an nbgrader source notebook (a new notebook),
+    with the numbers of ``variant`` (tools/variants.py; 0: the book's) and, in its
+    first cell, the date ``due``."""
+    varied, drawn = vary(notebook, variant)
+    cells = problem_set(varied)
     builder = _Builder(citations)
     setup, imports, *rest = cells
     inside = False
@@ -256,6 +275,13 @@ def assignment_notebook(
         "first. In each exercise, replace `raise NotImplementedError()` with your "
         "code and run the check under it. Where a check says `answered`, its values "
         "are checked when your work is graded. Leave the locked cells as they are."
+        + (f" Due {due:%Y-%m-%d %H:%M} UTC." if due else "")
+        + (
+            f" This is variant {variant}: some numbers differ from the book's, so "
+            "answer the numbers asked here."
+            if drawn
+            else ""
+        )
     )
     builder.cells.insert(0, header)
     header.metadata = _meta("header", locked=True)
@@ -269,17 +295,27 @@ def assignment_notebook(
     return result
 
 
-def write_source(course: Path, book: Path = BOOK) -> list[Path]:
-    """Every chapter's source notebook and nbgrader_config.py; the notebooks written."""
+def write_source(
+    course: Path,
+    book: Path = BOOK,
+    variant: int = 0,
+    dates: dict[str, datetime] | None = None,
+) -> list[Path]:
+    """Every chapter's source notebook (in ``variant``) and nbgrader_config.py (with
+    ``dates``, the due dates, as comments); the notebooks written."""
     course.mkdir(parents=True, exist_ok=True)
-    (course / "nbgrader_config.py").write_text(CONFIG)
+    (course / "nbgrader_config.py").write_text(config_text(load_plan(), dates))
     citations = _citations()
     written = []
     for chapter in sorted(book.glob(CHAPTERS)):
         name = assignment_id(chapter)
         try:
             notebook = assignment_notebook(
-                nbformat.read(chapter, as_version=4), citations, int(chapter.name[:2])
+                nbformat.read(chapter, as_version=4),
+                citations,
+                int(chapter.name[:2]),
+                variant,
+                (dates or {}).get(name),
             )
         except ValueError as error:
             raise ValueError(f"{chapter.name}: {error}") from None
@@ -304,29 +340,70 @@ def nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-def write_course(course: Path, book: Path = BOOK) -> list[Path]:
-    """The source notebooks and, by nbgrader's generate_assignment, the release."""
-    sources = write_source(course, book)
+def write_course(
+    course: Path,
+    book: Path = BOOK,
+    variant: int = 0,
+    first_session: datetime | None = None,
+) -> list[Path]:
+    """The source notebooks and, by nbgrader's generate_assignment, the release;
+    with ``first_session``, every assignment's due date in the gradebook."""
+    dates = due_dates(first_session, load_plan()) if first_session else None
+    sources = write_source(course, book, variant, dates)
     try:
         nbgrader(course, "generate_assignment", "*", "--force")
     except subprocess.CalledProcessError as error:
         raise RuntimeError(f"nbgrader generate_assignment failed:\n{error.stderr}")
+    if dates:
+        from nbgrader.api import Gradebook
+
+        with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "relpos") as book_:
+            for source in sources:
+                name = source.parent.name
+                book_.update_or_create_assignment(name, duedate=dates[name])
     return [course / "release" / s.parent.name / s.name for s in sources]
 
 
+def _variant(text: str) -> int:
+    variant = int(text) if text.strip().lstrip("-").isdigit() else None
+    if variant is None or variant < 0:
+        raise ValueError(f"variant must be an int >= 0 (0: the book), got {text!r}")
+    return variant
+
+
+def _argument(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``parse`` for argparse: its ValueError's message becomes the usage error."""
+
+    def parsed(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return parsed
+
+
 def main(argv: list[str]) -> int:
-    args = list(argv)
-    book = BOOK
-    if "--book" in args:
-        at = args.index("--book")
-        book = Path(args[at + 1])
-        del args[at : at + 2]
-    if len(args) > 1 or (args and args[0] in ("-h", "--help")):
-        print(__doc__)
-        return 2
-    course = Path(args[0]) if args else ROOT / "_build" / "course"
-    released = write_course(course, book)
-    print(f"assignments: {len(released)} problem sets in {course / 'release'}")
+    parser = argparse.ArgumentParser(
+        prog="tools/assignments.py",
+        description="Write the graded assignments, an nbgrader course.",
+    )
+    parser.add_argument("course", nargs="?", type=Path, default=ROOT / "_build/course")
+    parser.add_argument("--book", type=Path, default=BOOK, help="the chapters' folder")
+    parser.add_argument(
+        "--variant",
+        type=_argument(_variant),
+        default=0,
+        help="a seed for other numbers (an int >= 0; 0: the book's)",
+    )
+    parser.add_argument(
+        "--first-session",
+        type=_argument(parse_first_session),
+        help="the first session's start, as 2026-09-14T10:00+02:00: sets due dates",
+    )
+    args = parser.parse_args(argv)
+    released = write_course(args.course, args.book, args.variant, args.first_session)
+    print(f"assignments: {len(released)} problem sets in {args.course / 'release'}")
     return 0
 
 
