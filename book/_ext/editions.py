@@ -18,7 +18,9 @@ makes this extension hand Sphinx each chapter without its solutions
 - the outputs of the code cells inside a solution are cleared.
 
 The notebooks the site offers for download (``_sources/``) are written the same
-way, and the course plan leaves out the discussion questions' good answers.
+way, and the course plan leaves out the discussion questions' good answers. The
+pages have no launch button: it would open the repository's notebook, solutions
+and all, on Colab; a student uploads the downloaded notebook there instead.
 
 The transform needs no Sphinx and no nbgrader (the site's environment has
 neither requirement): tools/student_edition.py builds the student notebooks
@@ -193,8 +195,15 @@ def _students_sources(app: Any, error: Exception | None) -> None:
             target.write_text(students_notebook_text(path.read_text()))
 
 
+def _no_launch_buttons(app: Any, config: Any) -> None:
+    """The students' pages launch nothing (sphinx-book-theme's launch buttons)."""
+    if students():
+        config.html_theme_options = {**config.html_theme_options, "launch_buttons": {}}
+
+
 def setup(app: Any) -> dict[str, Any]:
     edition()  # a misspelt RELPOS_EDITION stops the build at once
+    app.connect("config-inited", _no_launch_buttons)
     app.connect("source-read", _source_read)
     app.connect("env-get-outdated", _outdated)
     app.connect("build-finished", _students_sources)

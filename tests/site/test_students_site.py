@@ -52,7 +52,8 @@ def build(builder: str) -> str:
     env = {**os.environ, "RELPOS_EDITION": "students"}
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)
     log = result.stdout + result.stderr
-    assert result.returncode == 0, f"the students' {builder} build failed:\n{log[-6000:]}"
+    failed = f"the students' {builder} build failed:\n{log[-6000:]}"
+    assert result.returncode == 0, failed
     assert "WARNING" not in log, log[-6000:]
     return log
 
@@ -122,6 +123,9 @@ def test_no_solution_on_a_students_page(chapter, built_site, students_site):
     assert CHECK.findall(theirs) == CHECK.findall(ours) != []
     stubs = theirs.count("raise NotImplementedError()")
     assert stubs == sources(chapter).count("### BEGIN SOLUTION") >= 2
+    # no launch button opens the repository's notebook, solutions and all
+    assert "colab.research.google.com" in (built_site / page).read_text()
+    assert "colab.research.google.com" not in source
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
@@ -153,7 +157,8 @@ def test_the_students_latex_prints_no_solution(students_latex):
     ]
     # a line that is also on another page (a chapter, a page, a docstring) is
     # printed there
-    pages = sorted((ROOT / "book").glob("*.md")) + sorted((ROOT / "relpos").rglob("*.py"))
+    pages = sorted((ROOT / "book").glob("*.md"))
+    pages += sorted((ROOT / "relpos").rglob("*.py"))
     everything = " ".join((book + "".join(p.read_text() for p in pages)).split())
     code = [(name, line) for name, line in code if everything.count(line) == 1]
     assert len(code) >= 150
