@@ -161,7 +161,7 @@ def _source_read(app: Any, docname: str, source: list[str]) -> None:
             source[0] = students_notebook_text(source[0])
 
 
-def _changed_by_edition(app: Any, env: Any) -> set[str]:
+def _changed_by_edition(env: Any) -> set[str]:
     """The pages whose students' version differs from the instructors'."""
     changed = {name for name in PLAN_PAGES if name in env.found_docs}
     for name in env.found_docs:
@@ -178,14 +178,14 @@ def _outdated(app: Any, env: Any, added: set, changed: set, removed: set) -> lis
     env.relpos_edition = edition()
     if previous == env.relpos_edition:
         return []
-    return sorted(_changed_by_edition(app, env) - added - changed)
+    return sorted(_changed_by_edition(env) - added - changed)
 
 
 def _students_sources(app: Any, error: Exception | None) -> None:
     """The notebooks offered for download (``_sources/``), without solutions."""
     if error is not None or not students() or app.builder.format != "html":
         return
-    for name in _changed_by_edition(app, app.env):
+    for name in _changed_by_edition(app.env):
         path = Path(app.env.doc2path(name))
         source = f"{name}{path.suffix}"
         if path.suffix != app.config.html_sourcelink_suffix:
