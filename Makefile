@@ -17,7 +17,7 @@ TEST_ENV := $(VENV)/.installed-test
 # Where `make lock` finds torch's CPU wheels (overridable, e.g. with --find-links DIR).
 TORCH_CPU ?= --extra-index-url https://download.pytorch.org/whl/cpu
 
-.PHONY: book test unit unit-slow unit-grading unit-fast notebooks site colab clean env student pdf lock sweeps text-sweeps text-sweeps-short slides
+.PHONY: book student-site student-pdf test unit unit-slow unit-grading unit-fast notebooks site colab clean env student pdf lock sweeps text-sweeps text-sweeps-short slides
 
 env: $(TEST_ENV)
 
@@ -37,8 +37,15 @@ $(TEST_ENV): pyproject.toml constraints.txt | $(BIN)/python
 	$(PIP_INSTALL) -e ".[site,student,test,interop,export]"
 	touch $@ $(SITE_ENV) $(STUDENT_ENV)
 
+# Two editions (book/_ext/editions.py; book/instructors.md says which to publish):
+# the instructors' (`make book`, `make pdf`: every solution, folded on the site) and
+# the students' (every solution taken out, not hidden), in _build/students/.
 book: $(SITE_ENV)
 	$(BIN)/jupyter-book build . --path-output . --keep-going
+
+student-site: $(SITE_ENV)
+	RELPOS_EDITION=students $(BIN)/jupyter-book build . --path-output _build/students \
+	    --keep-going
 
 # The suites run two at a time (the machines have two cores), each suite's output
 # printed whole when it ends (--output-sync). The site and the Colab runs start the
@@ -163,15 +170,23 @@ student: $(STUDENT_ENV)
 # chapter (source/: solutions, points, hidden tests; release/: what students get,
 # written by nbgrader generate_assignment). Grading runs the problem sets, so it
 # installs the site extra too (book, transformers); book/instructors.md grades.
+# FIRST_SESSION=2026-09-14T10:00+02:00 sets the due dates (book/course/plan.yml),
+# VARIANT=N (an int, a seed) other numbers than the book's.
 .PHONY: assignments
 assignments: $(SITE_ENV) $(STUDENT_ENV)
-	$(BIN)/python tools/assignments.py _build/course
+	$(BIN)/python tools/assignments.py _build/course \
+	    $(if $(FIRST_SESSION),--first-session $(FIRST_SESSION)) \
+	    $(if $(VARIANT),--variant $(VARIANT))
 
 # The print edition: the whole book as one PDF in _build/pdf, typeset by LaTeX
 # (Jupyter Book's LaTeX builder, then latexmk with xelatex). Debian: apt-get install
 # texlive-xetex latexmk texlive-fonts-recommended texlive-latex-extra fonts-freefont-otf
 pdf: $(SITE_ENV)
 	$(BIN)/python tools/build_pdf.py _build/pdf/relpos-book.pdf
+
+student-pdf: $(SITE_ENV)
+	RELPOS_EDITION=students $(BIN)/python tools/build_pdf.py \
+	    _build/students/pdf/relpos-book.pdf
 
 # The session slides: four reveal.js decks and an index in _build/slides, offline
 # (reveal.js and KaTeX pinned in book/slides/package-lock.json; the script runs

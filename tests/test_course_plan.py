@@ -10,16 +10,17 @@
   plan names exist, every demo block names real sections of its session's
   chapters, and the reading time is the chapters' Markdown words at 200 words a
   minute.
-- The rules the plan states once read as they should: when homework is due, the
-  points of a written answer and of each kind of answer a check takes
-  (tests/test_rubric.py holds the problem sets to them, tests/site/test_slides.py
-  the decks).
+- The rules the plan states once read as they should: when homework is due (the
+  graded problem sets' due dates by the same rule), the points of a written
+  answer and of each kind of answer a check takes (tests/test_rubric.py holds the
+  problem sets to them, tests/site/test_slides.py the decks).
 """
 
 from __future__ import annotations
 
 import re
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import nbformat
@@ -360,3 +361,73 @@ def test_reading_minutes_are_words_at_200_a_minute(tmp_path):
     assert sorted(labels, key=course_plan.exercise_order) == in_order
     with pytest.raises(ValueError, match="label"):
         course_plan.exercise_name("ch10.3")
+
+
+def test_a_variant_session_teaches_only_what_was_read():
+    for variant in PLAN["variants"]:
+        read: set[int] = set()
+        for session in variant["sessions"]:
+            read |= set(session["reading"])
+            unread = sorted(set(session["chapters"]) - read)
+            assert not unread, (variant["name"], session["title"], unread)
+
+
+def test_homework_is_due_when_the_plan_says_and_never_at_a_missing_session():
+    last = SESSIONS[-1]["number"]
+    assert PLAN["assessment"]["session_interval_days"] == 7
+    for session in SESSIONS[:-1]:
+        due = course_plan.homework_due(PLAN, session["number"])
+        assert due.endswith(f", at the start of session {session['number'] + 1}")
+    assert course_plan.homework_due(PLAN, last) == f"one week after session {last}"
+    assert "next session" not in " ".join(strings(SESSIONS[-1]))
+    # sessions a fortnight apart: homework due in a week is not due at the next one
+    apart = {**PLAN, "assessment": {**PLAN["assessment"], "session_interval_days": 14}}
+    assert course_plan.homework_due(apart, 1) == "one week after session 1"
+
+
+def test_one_due_rule_for_homework_and_the_graded_problem_sets():
+    # the plan states it once; the assessment states no second one
+    assert "due_days" not in PLAN["assessment"]["problem_sets"]
+    assert not re.search(r"\bdue\b", PLAN["format"]["audience"])
+    sys.path.insert(0, str(ROOT / "tools"))
+    import course_config
+
+    first = course_config.parse_first_session("2026-09-14T10:00+02:00")
+    fortnightly = {**PLAN, "format": {**PLAN["format"], "homework_due_weeks": 2}}
+    for plan, weeks in ((PLAN, 1), (fortnightly, 2)):
+        dates = course_config.due_dates(first, plan)
+        assert dates["ch01"] - first == timedelta(weeks=weeks)
+        assert course_plan.homework_due(plan, 1).startswith(
+            f"{course_plan.weeks(weeks)} after session 1"
+        )
+
+
+def test_the_project_has_three_milestones_and_a_template():
+    project = PLAN["project"]
+    milestones = project["milestones"]
+    assert [m["name"] for m in milestones] == ["Prediction", "Sweep", "Write-up"]
+    weeks = [m["week"] for m in milestones]
+    assert weeks == sorted(set(weeks)) and weeks[-1] == project["weeks"], weeks
+    assert "before any sweep runs" in milestones[0]["hand_in"]
+    template = (ROOT / project["template"]).read_text()
+    parts = re.findall(r"^## Part (\d): .*\(milestone (\d)", template, re.MULTILINE)
+    assert parts == [("1", "1"), ("2", "2"), ("3", "3")], parts
+    # what the rubric grades is asked for: a prediction first, every seed, a command
+    rubric = " ".join(strings(project["rubric"]))
+    assert "a prediction written before the sweep" in rubric
+    for asked in ("prediction", "Every seed", "one command", "i - j"):
+        assert asked.lower() in template.lower(), asked
+    page = (BOOK / "instructors.md").read_text()
+    assert "```{literalinclude} course/project_template.md" in page
+
+
+def test_the_grade_weights_and_the_late_policy_add_up():
+    assessment = PLAN["assessment"]
+    weights = [assessment["problem_sets"]["weight"], assessment["project"]["weight"]]
+    assert sum(weights) == 100 and min(weights) > 0, weights
+    late = assessment["late"]
+    assert 0 < late["percent_per_day"] <= late["max_percent"] <= 100, late
+    assert PLAN["format"]["homework_due_weeks"] > 0
+    rule = course_plan.late_rule(PLAN, "problem set", "its points")
+    assert f"{late['percent_per_day']}% of its points per day" in rule
+    assert f"at most {late['max_percent']}%" in rule

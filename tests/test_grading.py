@@ -1,10 +1,11 @@
 """The grading cycle (make assignments): nbgrader grades the chapters' problem sets.
 
-The course is built from the book (tools/assignments.py: the source notebooks and
-nbgrader's generate_assignment), then three students hand in every chapter; one
-``nbgrader autograde`` call grades all of a student's chapters and
-``generate_feedback`` writes their feedback (the three students at the same time,
-each in a copy of the course):
+The course is built from the book (tools/assignments.py: the source notebooks,
+nbgrader's generate_assignment and the due dates of a term that starts on
+FIRST_SESSION), then three students hand in every chapter; one ``nbgrader
+autograde`` call grades all of a student's chapters and ``generate_feedback``
+writes their feedback (the students at the same time, each in a copy of the
+course):
 
 - ``reference``: the book's own solutions, which earn every autograded point;
 - ``untouched``: the release as handed out, which earns none;
@@ -12,14 +13,24 @@ each in a copy of the course):
   taken from the usual mistakes of tests/test_exercises*.py), which loses that
   exercise's points (the course plan's, book/course/plan.yml) and nothing else,
   with the check's hint in the feedback.
+
+A fourth copy runs the cycle as a learning management system feeds it: two
+students' chapter 1, both the reference, downloaded as one zip file whose names
+carry the times they were handed in (LMS_TIMES), collected by ``nbgrader
+zip_collect``, autograded, their written answer (exercise 1.3's model answer)
+given full marks as the instructor does by hand, exported by ``nbgrader export``
+and weighed by tools/grades.py: the punctual one keeps every point, the one 26
+hours late loses the plan's late penalty for two days (10% a day in the plan).
 """
 
 from __future__ import annotations
 
+import csv
 import html
 import re
 import shutil
 import sys
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -30,7 +41,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
 import assignments  # noqa: E402
+import course_config  # noqa: E402
 import course_plan  # noqa: E402  (assignments puts book/_ext on the path)
+import grades  # noqa: E402
 
 from relpos.book.exercises import labels  # noqa: E402
 from relpos.book.exercises.grading import GRADING, grading  # noqa: E402
@@ -113,14 +126,60 @@ def feedback_text(path: Path) -> str:
     return html.unescape(re.sub(r"\x1b\[[0-9;]*m", "", text))
 
 
-STUDENTS = ("reference", "untouched", "mistaken")
+STUDENTS = ("reference", "untouched", "mistaken", "late")
+# The term's first session; chapter 1's problem set is then due a week later,
+# 2026-01-12 at 09:00 UTC.
+FIRST_SESSION = "2026-01-05T10:00+01:00"
+# When the LMS says each student handed in chapter 1 (UTC): 30 minutes early, and
+# 26 hours late (two days or parts of days).
+LMS_TIMES = {"punctual": "2026-01-12-08-30-00", "tardy": "2026-01-13-11-00-00"}
+LATE_SECONDS = {"punctual": 0, "tardy": 26 * 60 * 60}
 
 
 def grade(course: Path) -> Path:
-    """One student's course, autograded (every chapter at once) and fed back."""
+    """One student's course, autograded (every chapter at once) and fed back; files
+    downloaded from an LMS are collected first, their written answers (the model
+    answers) marked by hand, and the grades exported after."""
+    downloaded = sorted((course / "downloaded").glob("ch*"))
+    for folder in downloaded:
+        assignments.nbgrader(course, "zip_collect", folder.name)
     assignments.nbgrader(course, "autograde", "*")
+    if downloaded:
+        full_marks_by_hand(course)
     assignments.nbgrader(course, "generate_feedback", "*")
+    assignments.nbgrader(course, "export")
     return course
+
+
+def full_marks_by_hand(course: Path) -> None:
+    """Every written answer handed in to ``course`` given its full points, as the
+    instructor does in the formgrader for the book's model answer."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "relpos") as book:
+        marked = 0
+        for assignment in book.assignments:
+            for submission in assignment.submissions:
+                for notebook in submission.notebooks:
+                    for grade in notebook.grades:
+                        if grade.name.endswith("-written"):
+                            grade.manual_score = grade.max_score
+                            grade.needs_manual_grade = False
+                            marked += 1
+        book.db.commit()
+    assert marked > 0, f"{course}: no written answer to mark"
+
+
+def lms_download(course: Path, notebook: nbformat.NotebookNode) -> Path:
+    """The zip file an LMS gives for chapter 1: each student's file named with
+    the time they handed it in, as the course's configuration reads it."""
+    archive = course / "downloaded" / "ch01" / "archive" / "lms.zip"
+    archive.parent.mkdir(parents=True)
+    with zipfile.ZipFile(archive, "w") as lms:
+        for student, time in LMS_TIMES.items():
+            name = f"ch01_{student}_attempt_{time}_ch01.ipynb"
+            lms.writestr(name, nbformat.writes(notebook))
+    return archive
 
 
 @pytest.fixture(scope="module")
@@ -128,8 +187,11 @@ def courses(tmp_path_factory) -> dict[str, Path]:
     """``student -> their copy of the course``, graded. Each student has a copy (and
     gradebook) of their own, so the three are graded at the same time."""
     root = tmp_path_factory.mktemp("grading")
-    released = assignments.write_course(root / "course", BOOK)
+    first = course_config.parse_first_session(FIRST_SESSION)
+    released = assignments.write_course(root / "course", BOOK, first_session=first)
     courses = {s: shutil.copytree(root / "course", root / s) for s in STUDENTS}
+    reference = root / "course" / "source" / "ch01" / "ch01.ipynb"
+    lms_download(courses["late"], nbformat.read(reference, 4))
     wrong_by_chapter = {chapter_of(label): label for label in WRONG}
     for path in released:
         name = path.parent.name
@@ -159,12 +221,12 @@ def scores(courses) -> dict[tuple[str, str], tuple[float, float, float]]:
     from nbgrader.api import Gradebook
 
     result = {}
-    for student, course in courses.items():
+    for course in courses.values():
         url = f"sqlite:///{course / 'gradebook.db'}"
         with Gradebook(url, "relpos") as book:
             for assignment in book.assignments:
                 for submission in assignment.submissions:
-                    result[(student, assignment.name)] = (
+                    result[(submission.student.id, assignment.name)] = (
                         submission.code_score,
                         submission.max_code_score,
                         submission.score,
@@ -229,3 +291,76 @@ def test_a_typical_mistake_loses_its_points_with_the_hint(courses, scores) -> No
         feedback = course / "feedback" / "mistaken" / name / f"{name}.html"
         assert f"{label}: not yet." in feedback_text(feedback)
         assert hint in feedback_text(feedback), label
+
+
+@pytest.fixture(scope="module")
+def handed_in_late(courses) -> dict[str, dict[str, float]]:
+    """The chapter 1 submissions collected from the LMS download: per student, the
+    seconds late, the penalty, the raw score and the maximum, from the gradebook."""
+    from nbgrader.api import Gradebook
+
+    url = f"sqlite:///{courses['late'] / 'gradebook.db'}"
+    found = {}
+    with Gradebook(url, "relpos") as book:
+        for student in LMS_TIMES:
+            submission = book.find_submission("ch01", student)
+            found[student] = {
+                "late": submission.total_seconds_late,
+                "penalty": submission.late_submission_penalty,
+                "score": submission.score,
+                "maximum": submission.max_score,
+            }
+    return found
+
+
+def test_every_problem_set_has_its_due_date(course) -> None:
+    from nbgrader.api import Gradebook
+
+    first = course_config.parse_first_session(FIRST_SESSION)
+    expected = course_config.due_dates(first, course_config.load_plan())
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "relpos") as book:
+        dates = {a.name: a.duedate for a in book.assignments}
+    assert sorted(dates) == chapters(course) == sorted(expected)
+    for name, date in dates.items():  # nbgrader keeps UTC without a zone
+        assert date == expected[name].replace(tzinfo=None), name
+    header = nbformat.read(course / "release" / "ch01" / "ch01.ipynb", 4).cells[0]
+    assert "Due 2026-01-12 09:00 UTC." in header.source
+
+
+def test_zip_collect_files_each_download_with_its_time(courses) -> None:
+    course = courses["late"]
+    for student, time in LMS_TIMES.items():
+        folder = course / "submitted" / student / "ch01"
+        assert (folder / "ch01.ipynb").is_file(), student
+        day, clock = time[:10], time[11:].replace("-", ":")
+        assert (folder / "timestamp.txt").read_text().strip() == f"{day} {clock}"
+
+
+def test_a_late_submission_loses_its_penalty(handed_in_late) -> None:
+    late = course_config.load_plan()["assessment"]["late"]
+    for student, found in handed_in_late.items():
+        assert found["late"] == LATE_SECONDS[student], student
+        assert found["score"] == found["maximum"] > 0, student  # the reference
+        share = course_config.late_fraction(
+            found["late"], late["percent_per_day"], late["max_percent"]
+        )
+        assert found["penalty"] == pytest.approx(share * found["maximum"]), student
+    assert handed_in_late["punctual"]["penalty"] == 0
+    assert handed_in_late["tardy"]["penalty"] == pytest.approx(
+        2 * late["percent_per_day"] / 100 * handed_in_late["tardy"]["maximum"]
+    )
+
+
+def test_the_export_and_the_lms_file_carry_the_penalty(courses, handed_in_late):
+    with (courses["late"] / "grades.csv").open(newline="") as handle:
+        exported = list(csv.DictReader(handle))
+    rows = {row["student_id"]: row for row in exported if row["assignment"] == "ch01"}
+    for student, found in handed_in_late.items():
+        score = float(rows[student]["score"])
+        assert score == pytest.approx(found["score"] - found["penalty"]), student
+    weights = {"problem_sets": 60, "project": 40}
+    lms = {row["student_id"]: row for row in grades.lms_rows(exported, None, weights)}
+    tardy = handed_in_late["tardy"]
+    kept = 100 * (1 - tardy["penalty"] / tardy["maximum"])
+    assert lms["tardy"]["ch01"] == f"{kept:.1f}" and lms["punctual"]["ch01"] == "100.0"
+    assert float(lms["tardy"]["problem_sets"]) < float(lms["punctual"]["problem_sets"])

@@ -1,7 +1,9 @@
 """Write the graded assignments: an nbgrader course, one assignment per chapter.
 
-Usage: .venv/bin/python tools/assignments.py [COURSE] [--book DIR]
-(default COURSE: _build/course; default DIR: book)
+Usage: .venv/bin/python tools/assignments.py [COURSE] [--book DIR] [--variant N]
+       [--first-session DATETIME]
+(default COURSE: _build/course; default DIR: book; variant 0, the book's numbers;
+DATETIME as 2026-09-14T10:00+02:00, the first session's start with its UTC offset)
 
 Each chapter's problem set is its setup cell (the first code cell), its imports
 cell (the second) and every cell from its ``## Exercises`` heading to the end. This
@@ -23,40 +25,52 @@ script writes it, with nbgrader's cell metadata, to ``COURSE/source/chNN/chNN.ip
   the chapter's context are locked (read-only); directives and citations read as
   plain Markdown, as in the student edition.
 
-It writes ``COURSE/nbgrader_config.py`` and runs nbgrader's own
-``generate_assignment``, which writes the students' version to
-``COURSE/release/chNN/chNN.ipynb`` and each assignment to ``COURSE/gradebook.db``.
-book/instructors.md describes the rest of the cycle (collect, ``nbgrader
-autograde``, manual grading, ``nbgrader generate_feedback``, export).
+``--variant N`` changes the numbers of the exercises of tools/variants.py (a seed
+per variant), so that a past year's answers fail this year's checks.
+
+It writes ``COURSE/nbgrader_config.py`` (tools/course_config.py: the late
+penalty, the collection of files downloaded from a learning management system)
+and runs nbgrader's own ``generate_assignment``, which writes the students'
+version to ``COURSE/release/chNN/chNN.ipynb`` and each assignment to
+``COURSE/gradebook.db``. With ``--first-session``, each assignment gets its due
+date there (book/course/plan.yml: ``homework_due_weeks`` after the start of the
+session that teaches the chapter). book/instructors.md describes the rest of the
+cycle (collect, ``nbgrader autograde``, manual grading, ``nbgrader
+generate_feedback``, export).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import subprocess
 import sys
 import textwrap
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
+from typing import Any, Callable
 
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from student_edition import (  # noqa: E402  (nbgrader's absence is reported there)
+from student_edition import (  # noqa: E402
     BEGIN,
     BOOK,
     END,
+    GATE,
     ROOT,
     _citations,
-    _GATE,
     _plain_markdown,
 )
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
-import course_plan  # noqa: E402  (the plan's points)
+import course_plan  # noqa: E402  (the plan's points and due dates)
+from course_config import config_text, due_dates, parse_first_session  # noqa: E402
+from variants import vary  # noqa: E402
 
 from relpos.book.exercises.grading import grading  # noqa: E402
 
@@ -64,14 +78,6 @@ CHAPTERS = "[0-9][0-9]_*.ipynb"
 _LABEL = re.compile(r"ch\d+-ex\d+")
 _EXERCISES = re.compile(r"^##\s+Exercises\s*$", re.MULTILINE)
 _CHECK = re.compile(r"\bcheck\(")
-CONFIG = '''\
-"""nbgrader's configuration for the relpos course (written by tools/assignments.py)."""
-
-c = get_config()  # noqa: F821 (nbgrader defines it)
-c.CourseDirectory.course_id = "relpos"
-# A problem set runs in seconds; a cell that trains a small model may take longer.
-c.Execute.timeout = 300
-'''
 
 
 def assignment_id(chapter: Path) -> str:
@@ -105,7 +111,7 @@ def _meta(grade_id: str, **flags: object) -> dict:
 def _segments(text: str, inside: bool) -> tuple[list[tuple[bool, str, str]], bool]:
     """A Markdown cell cut at its solution gates: ``(inside, label, text)`` pieces."""
     pieces, position, label = [], 0, ""
-    for gate in _GATE.finditer(text):
+    for gate in GATE.finditer(text):
         pieces.append((inside, label, text[position : gate.start()]))
         opening = gate.group("kind") == "solution-start"
         if opening == inside:
@@ -245,10 +251,15 @@ def assignment_notebook(
     citations: dict[str, str],
     number: int,
     plan: dict | None = None,
+    variant: int = 0,
+    due: datetime | None = None,
 ) -> nbformat.NotebookNode:
     """One chapter's problem set as an nbgrader source notebook (a new notebook),
-    graded by ``plan`` (default: book/course/plan.yml)."""
-    cells = problem_set(nbformat.from_dict(notebook))
+    graded by ``plan`` (default: book/course/plan.yml), with the numbers of
+    ``variant`` (tools/variants.py; 0: the book's) and, in its first cell, the
+    date ``due``."""
+    varied, drawn = vary(notebook, variant)
+    cells = problem_set(varied)
     builder = _Builder(citations, plan or course_plan.load_plan())
     setup, imports, *rest = cells
     inside = False
@@ -276,6 +287,13 @@ def assignment_notebook(
         "first. In each exercise, replace `raise NotImplementedError()` with your "
         "code and run the check under it. Where a check says `answered`, its values "
         "are checked when your work is graded. Leave the locked cells as they are."
+        + (f" Due {due:%Y-%m-%d %H:%M} UTC." if due else "")
+        + (
+            f" This is variant {variant}: some numbers differ from the book's, so "
+            "answer the numbers asked here."
+            if drawn
+            else ""
+        )
     )
     builder.cells.insert(0, header)
     header.metadata = _meta("header", locked=True)
@@ -295,11 +313,18 @@ def written_answers(source: nbformat.NotebookNode) -> list[str]:
     return [i.removesuffix("-written") for i in ids if i.endswith("-written")]
 
 
-def write_source(course: Path, book: Path = BOOK) -> list[Path]:
-    """Every chapter's source notebook and nbgrader_config.py; the notebooks written."""
+def write_source(
+    course: Path,
+    book: Path = BOOK,
+    variant: int = 0,
+    dates: dict[str, datetime] | None = None,
+) -> list[Path]:
+    """Every chapter's source notebook (in ``variant``) and nbgrader_config.py (with
+    ``dates``, the due dates, as comments); the notebooks written."""
     course.mkdir(parents=True, exist_ok=True)
-    (course / "nbgrader_config.py").write_text(CONFIG)
-    citations, plan = _citations(), course_plan.load_plan()
+    plan = course_plan.load_plan()
+    (course / "nbgrader_config.py").write_text(config_text(plan, dates))
+    citations = _citations()
     written = []
     for chapter in sorted(book.glob(CHAPTERS)):
         name = assignment_id(chapter)
@@ -309,6 +334,8 @@ def write_source(course: Path, book: Path = BOOK) -> list[Path]:
                 citations,
                 int(chapter.name[:2]),
                 plan,
+                variant,
+                (dates or {}).get(name),
             )
         except ValueError as error:
             raise ValueError(f"{chapter.name}: {error}") from None
@@ -333,29 +360,70 @@ def nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-def write_course(course: Path, book: Path = BOOK) -> list[Path]:
-    """The source notebooks and, by nbgrader's generate_assignment, the release."""
-    sources = write_source(course, book)
+def write_course(
+    course: Path,
+    book: Path = BOOK,
+    variant: int = 0,
+    first_session: datetime | None = None,
+) -> list[Path]:
+    """The source notebooks and, by nbgrader's generate_assignment, the release;
+    with ``first_session``, every assignment's due date in the gradebook."""
+    dates = due_dates(first_session, course_plan.load_plan()) if first_session else None
+    sources = write_source(course, book, variant, dates)
     try:
         nbgrader(course, "generate_assignment", "*", "--force")
     except subprocess.CalledProcessError as error:
         raise RuntimeError(f"nbgrader generate_assignment failed:\n{error.stderr}")
+    if dates:
+        from nbgrader.api import Gradebook
+
+        with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "relpos") as book_:
+            for source in sources:
+                name = source.parent.name
+                book_.update_or_create_assignment(name, duedate=dates[name])
     return [course / "release" / s.parent.name / s.name for s in sources]
 
 
+def _variant(text: str) -> int:
+    variant = int(text) if text.strip().lstrip("-").isdigit() else None
+    if variant is None or variant < 0:
+        raise ValueError(f"variant must be an int >= 0 (0: the book), got {text!r}")
+    return variant
+
+
+def _argument(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``parse`` for argparse: its ValueError's message becomes the usage error."""
+
+    def parsed(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return parsed
+
+
 def main(argv: list[str]) -> int:
-    args = list(argv)
-    book = BOOK
-    if "--book" in args:
-        at = args.index("--book")
-        book = Path(args[at + 1])
-        del args[at : at + 2]
-    if len(args) > 1 or (args and args[0] in ("-h", "--help")):
-        print(__doc__)
-        return 2
-    course = Path(args[0]) if args else ROOT / "_build" / "course"
-    released = write_course(course, book)
-    print(f"assignments: {len(released)} problem sets in {course / 'release'}")
+    parser = argparse.ArgumentParser(
+        prog="tools/assignments.py",
+        description="Write the graded assignments, an nbgrader course.",
+    )
+    parser.add_argument("course", nargs="?", type=Path, default=ROOT / "_build/course")
+    parser.add_argument("--book", type=Path, default=BOOK, help="the chapters' folder")
+    parser.add_argument(
+        "--variant",
+        type=_argument(_variant),
+        default=0,
+        help="a seed for other numbers (an int >= 0; 0: the book's)",
+    )
+    parser.add_argument(
+        "--first-session",
+        type=_argument(parse_first_session),
+        help="the first session's start, as 2026-09-14T10:00+02:00: sets due dates",
+    )
+    args = parser.parse_args(argv)
+    released = write_course(args.course, args.book, args.variant, args.first_session)
+    print(f"assignments: {len(released)} problem sets in {args.course / 'release'}")
     return 0
 
 

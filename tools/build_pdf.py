@@ -13,6 +13,9 @@ Usage: .venv/bin/python tools/build_pdf.py [OUTPUT]
    stops the build with the lines of the log that name it.
 3. The PDF is copied to OUTPUT.
 
+With ``RELPOS_EDITION=students`` (``make student-pdf``) it builds the students'
+edition, every solution taken out (book/_ext/editions.py), in _build/students/.
+
 Needs a TeX installation with xelatex and latexmk (Debian: apt-get install
 texlive-xetex latexmk texlive-fonts-recommended texlive-latex-extra
 fonts-freefont-otf fonts-dejavu-core).
@@ -29,7 +32,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LATEX = ROOT / "_build" / "latex"
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+
+from editions import students  # noqa: E402
+
+LATEX = ROOT / "_build" / "latex"  # the instructors' edition's
 TEX_NAME = "relpos-book"
 DEFAULT_OUTPUT = ROOT / "_build" / "pdf" / f"{TEX_NAME}.pdf"
 TEX_PROGRAMS = ("xelatex", "latexmk")
@@ -44,6 +51,16 @@ def missing_tex() -> list[str]:
     return [name for name in TEX_PROGRAMS if shutil.which(name) is None]
 
 
+def output_folder() -> Path:
+    """Where Jupyter Book writes this edition's builds (``_build`` under it)."""
+    return ROOT / "_build" / "students" if students() else ROOT
+
+
+def latex_folder() -> Path:
+    """Where this edition's LaTeX is written (LATEX for the instructors')."""
+    return output_folder() / "_build" / "latex"
+
+
 def build_latex() -> Path:
     """The book as one LaTeX file; returns its path."""
     jupyter_book = Path(sys.executable).parent / "jupyter-book"
@@ -51,6 +68,8 @@ def build_latex() -> Path:
         str(jupyter_book),
         "build",
         ".",
+        "--path-output",
+        str(output_folder()),
         "--builder",
         "latex",
         "-W",
@@ -61,7 +80,7 @@ def build_latex() -> Path:
     log = result.stdout + result.stderr
     if result.returncode != 0 or "WARNING" in log:
         raise SystemExit(f"the LaTeX build failed:\n{log[-4000:]}")
-    tex = LATEX / f"{TEX_NAME}.tex"
+    tex = latex_folder() / f"{TEX_NAME}.tex"
     if not tex.exists():
         raise SystemExit(f"the LaTeX build wrote no {tex}")
     return tex

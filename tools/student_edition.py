@@ -5,13 +5,14 @@ Usage: .venv/bin/python tools/student_edition.py [OUTPUT]   (default: _build/stu
 The chapters mark their exercises for this (book/instructors.md, "How the chapters
 are built"). For every notebook in book/ this script
 
-- replaces the code between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` with
-  nbgrader's stub (``# YOUR CODE HERE`` and ``raise NotImplementedError()``), using
-  nbgrader's own ``ClearSolutions`` preprocessor; the ``check(...)`` call after the
-  markers stays, so a student runs it on their own answer;
-- drops the gated solution's Markdown (the explanation between ``{solution-start}``
-  and ``{solution-end}``) and the two directive cells themselves;
-- clears the outputs of the solution's code cells;
+- takes every solution out, as the students' edition of the site does
+  (book/_ext/editions.py, ``without_solutions``): the code between
+  ``### BEGIN SOLUTION`` and ``### END SOLUTION`` becomes nbgrader's stub
+  (``# YOUR CODE HERE`` and ``raise NotImplementedError()``, as nbgrader's
+  ``ClearSolutions`` writes it); the ``check(...)`` call after the markers stays,
+  so a student runs it on their own answer; the gated solution's Markdown (the
+  explanation between ``{solution-start}`` and ``{solution-end}``) and the two
+  directive cells go; the outputs of the solution's code cells are cleared;
 - keeps only the still picture of each interactive figure (an output marked
   ``relpos-interactive`` loses its ``text/html``, which draws the chart on the
   website only); Jupyter shows the picture and its text;
@@ -22,11 +23,10 @@ are built"). For every notebook in book/ this script
   collapsed block (``book/_ext/self_check_questions.py``, ``as_markdown``).
 
 Every other cell is kept as it is, outputs included. The edition is written to
-OUTPUT with a README listing its notebooks. nbgrader (and the jupyterlab it brings)
-comes with the ``student`` extra, which ``make student`` installs; the site does
-not need it. An instructor who runs a full nbgrader course can also release the
-original notebooks with ``nbgrader generate_assignment`` and
-``ClearSolutions.enforce_metadata=False``.
+OUTPUT with a README listing its notebooks. pybtex, which reads the citations,
+comes with the ``student`` extra, which ``make student`` installs. An instructor
+who runs a full nbgrader course can also release the original notebooks with
+``nbgrader generate_assignment`` and ``ClearSolutions.enforce_metadata=False``.
 """
 
 from __future__ import annotations
@@ -37,26 +37,13 @@ from pathlib import Path
 
 import nbformat
 
-try:
-    from nbgrader.preprocessors import ClearSolutions
-except ModuleNotFoundError as missing:  # the site's environment has no nbgrader
-    raise ModuleNotFoundError(
-        "the student edition needs nbgrader, from relpos's 'student' extra: "
-        "make student, or pip install -e '.[student]'"
-    ) from missing
-
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
-BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 sys.path.insert(0, str(BOOK / "_ext"))
 
+from editions import BEGIN, END, GATE, without_solutions  # noqa: E402, F401
 from self_check_questions import as_markdown, data_file, load_questions  # noqa: E402
 
-# A gated solution's fence with its options: {solution-start} or {solution-end}
-_GATE = re.compile(
-    r"^```\{(?P<kind>solution-start|solution-end)\}[^\n]*\n(?::[^\n]*\n)*```[ \t]*$",
-    re.MULTILINE,
-)
 _EXERCISE = re.compile(
     r"```\{exercise\}[ \t]*(?P<title>[^\n]*)\n"  # the title
     r"(?P<options>(?::[^\n]*\n)*)\n?"  # :label: and other options
@@ -117,21 +104,6 @@ def _plain_markdown(text: str, citations: dict[str, str]) -> str:
     return _CITE.sub(cite, text)
 
 
-def _outside_solutions(text: str, in_solution: bool) -> tuple[str, bool]:
-    """A Markdown cell's text outside gated solutions; whether one is still open."""
-    kept, position = [], 0
-    for gate in _GATE.finditer(text):
-        if not in_solution:
-            kept.append(text[position : gate.start()])
-        opening = gate.group("kind") == "solution-start"
-        if opening == in_solution:
-            raise ValueError(f"{gate.group(0).splitlines()[0]} out of order")
-        in_solution, position = opening, gate.end()
-    if not in_solution:
-        kept.append(text[position:])
-    return "".join(kept).strip(), in_solution
-
-
 # The output metadata key of relpos.book.interactive.Interactive.
 INTERACTIVE = "relpos-interactive"
 
@@ -140,30 +112,13 @@ def student_notebook(
     notebook: nbformat.NotebookNode, citations: dict[str, str]
 ) -> nbformat.NotebookNode:
     """The student version of one chapter (a new notebook; the input is not changed)."""
-    notebook = nbformat.from_dict(notebook)
-    clear = ClearSolutions(enforce_metadata=False)
-    resources = {"language": "python"}
-    cells, in_solution = [], False
+    notebook = without_solutions(notebook)
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
-            # gates and the worked answers between them go; the rest stays
-            text, in_solution = _outside_solutions(cell.source, in_solution)
-            if text:
-                cell.source = _plain_markdown(text, citations)
-                cells.append(cell)
-            continue
-        if cell.cell_type == "code" and BEGIN in cell.source:
-            cell, _ = clear.preprocess_cell(cell, resources, len(cells))
-        if cell.cell_type == "code" and in_solution:
-            cell.outputs, cell.execution_count = [], None
-        if cell.cell_type == "code":
-            for output in cell.outputs:
-                if INTERACTIVE in output.get("metadata", {}):
-                    output.data.pop("text/html", None)
-        cells.append(cell)
-    if in_solution:
-        raise ValueError("a {solution-start} without its {solution-end}")
-    notebook.cells = cells
+            cell.source = _plain_markdown(cell.source, citations)
+        for output in cell.get("outputs", []):
+            if INTERACTIVE in output.get("metadata", {}):
+                output.data.pop("text/html", None)
     return notebook
 
 

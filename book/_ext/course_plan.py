@@ -5,9 +5,13 @@
 Sphinx's LaTeX builder alike. The parts: ``overview`` (one table, a row per
 session), ``prerequisites``, ``sessions`` (a section per session: reading, the
 timed outline, the live demo, lab and homework, discussion, readings, slides),
-``project`` (the final project and its rubric), ``written-answers`` (the rubric
-for prose answers), ``grading`` (the points of the graded assignments, exercise by
-exercise) and ``variants`` (shorter formats).
+``project`` (the final project, its milestones and its rubric),
+``written-answers`` (the rubric for prose answers), ``grading`` (the points of the
+graded assignments, exercise by exercise), ``variants`` (shorter formats) and
+``assessment`` (due dates, the late penalty and the grade weights).
+
+In the students' edition of the site (book/_ext/editions.py) the discussion
+questions come without their good answers.
 
 Chapters are named by number in the plan; their titles and reading times come
 from the notebooks ``book/NN_*.ipynb``: the words of their Markdown cells at
@@ -31,6 +35,8 @@ import yaml
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
+from editions import students
+
 WORDS_PER_MINUTE = 200
 BOOK = Path(__file__).resolve().parent.parent
 PLAN = BOOK / "course" / "plan.yml"
@@ -42,6 +48,7 @@ PARTS = (
     "written-answers",
     "grading",
     "variants",
+    "assessment",
 )
 KINDS = {
     "lecture": "Lecture",
@@ -180,10 +187,13 @@ def session_demos(session: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def homework_due(plan: dict[str, Any], number: int) -> str:
-    """When session ``number``'s homework is due, from the plan's one rule."""
+    """When session ``number``'s homework is due, from the plan's one rule
+    (``homework_due_weeks``); at the next session's start when one follows that
+    many weeks later (``assessment``'s ``session_interval_days`` apart)."""
     count = plan["format"]["homework_due_weeks"]
     due = f"{weeks(count)} after session {number}"
-    if count == 1 and number < len(plan["sessions"]):
+    interval = plan["assessment"]["session_interval_days"]
+    if 7 * count == interval and number < len(plan["sessions"]):
         due += f", at the start of session {number + 1}"
     return due
 
@@ -430,7 +440,8 @@ class CoursePlan(SphinxDirective):
         for item in session["discussion"]:
             entry = nodes.list_item()
             entry += self.para(item["question"])
-            entry += self.para(f"*A good answer*: {item['good_answer']}")
+            if not students():
+                entry += self.para(f"*A good answer*: {item['good_answer']}")
             questions += entry
         section += questions
 
@@ -449,6 +460,21 @@ class CoursePlan(SphinxDirective):
             ),
             self.rubric("What to hand in"),
             self.bullets(project["deliverables"]),
+            self.rubric("Milestones"),
+            self.table(
+                ["due", "milestone", "what to hand in"],
+                [
+                    [f"week {m['week']}", m["name"], m["hand_in"]]
+                    for m in project["milestones"]
+                ],
+                [14, 14, 72],
+            ),
+            self.para(
+                f"The weeks count from session {project['launched']}. Every milestone "
+                f"starts from the template, `{project['template']}` (below). "
+                f"{project['prediction_rule']} "
+                + late_rule(self.plan, "milestone", "the project's 100 points")
+            ),
         ]
         rubric = project["rubric"]
         total = sum(criterion["points"][0] for criterion in rubric["criteria"])
@@ -552,6 +578,45 @@ class CoursePlan(SphinxDirective):
                 )
             )
         return found
+
+    def render_assessment(self) -> list[nodes.Node]:
+        assessment = self.plan["assessment"]
+        sets, project = assessment["problem_sets"], assessment["project"]
+        weights = [
+            [
+                "problem sets",
+                f"{sets['weight']}%",
+                "one per chapter, each counting equally: its score (after any late "
+                "penalty) as a percentage of its points",
+            ],
+            [
+                "final project",
+                f"{project['weight']}%",
+                "the rubric's 100 points, less the penalties of late milestones",
+            ],
+        ]
+        last = max(session["number"] for session in self.plan["sessions"])
+        due = weeks(self.plan["format"]["homework_due_weeks"])  # the one due rule
+        return [
+            self.table(["part", "weight", "how it is scored"], weights, [18, 10, 72]),
+            self.para(
+                "**Due dates.** A chapter's problem set, its lab and homework "
+                f"exercises, is due {due} after the start of the session that "
+                "teaches it, as the homework above (the first session's "
+                "date and time are given when the course is built): the homework of "
+                f"session {last} too, although no session follows it. "
+                + late_rule(self.plan, "problem set", "its points")
+            ),
+        ]
+
+
+def late_rule(plan: dict[str, Any], what: str, points: str) -> str:
+    """The late penalty in words: ``what`` loses a share of ``points``."""
+    late = plan["assessment"]["late"]
+    return (
+        f"**Late work.** A {what} handed in late loses {late['percent_per_day']}% of "
+        f"{points} per day late or part of a day, at most {late['max_percent']}%."
+    )
 
 
 def setup(app):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
+from relpos.checks import check_int
 from relpos.embedding import per_pair_memory_bytes
 from relpos.positions import relative_position_index
 from ._core import as_number, call, exercise, fail, require_callable
@@ -39,10 +40,16 @@ def rows_read(answer: Callable[[int, int], Any]) -> str:
 
 
 @exercise("ch3-ex2")
-def longest_bfloat16_sequence(answer: Any) -> str:
-    """The longest ``n`` whose ``(n, n, 768)`` bfloat16 tensor fits in 16 GiB."""
+def longest_bfloat16_sequence(answer: Any, *, gib: int = 16) -> str:
+    """The longest ``n`` whose ``(n, n, 768)`` bfloat16 tensor fits in ``gib`` GiB
+    (16 in the book; a problem set's variant may give another budget).
+
+    Shapes:
+        answer: an int
+    """
+    gib = check_int("gib", gib, minimum=1)
     n = as_number(answer, "a sequence length, an int")
-    budget, hidden = 16 * 2**30, 768
+    budget, hidden = gib * 2**30, 768
     if n != int(n) or n < 1:
         fail(f"a sequence length is a positive whole number; got {n:g}")
     n = int(n)
@@ -56,12 +63,13 @@ def longest_bfloat16_sequence(answer: Any) -> str:
             < (per_pair_memory_bytes(n + 1, hidden, element_size=4))
         ):
             fail("that is the float32 answer (4 bytes per number); bfloat16 has 2")
-        if n * n * hidden * 2 <= 16e9 < (n + 1) ** 2 * hidden * 2:
+        if n * n * hidden * 2 <= gib * 1e9 < (n + 1) ** 2 * hidden * 2:
             fail(
-                "16 GB is 16e9 bytes; a GiB is 2**30 bytes, so 16 GiB is a little more"
+                f"{gib} GB is {gib}e9 bytes; a GiB is 2**30 bytes, so {gib} GiB is a "
+                "little more"
             )
         fail(f"n = {n} fits, but so does n = {n + 1}: look for the longest")
-    return f"n = {n}; one token more needs more than 16 GiB."
+    return f"n = {n}; one token more needs more than {gib} GiB."
 
 
 @exercise("ch3-ex3")

@@ -6,14 +6,21 @@ from typing import Any
 
 import torch
 
+from relpos.checks import check_int
 from relpos.positions import log_bucket_position, position_index
 from ._core import as_number, exercise, fail
 
 
 @exercise("ch6-ex1")
-def edge_row_pairs(row_zero: Any, last_row: Any) -> str:
-    """Pairs of 1000 tokens on row 0 and on row 255, plain clipping at k = 128."""
-    n, k = 1000, 128
+def edge_row_pairs(row_zero: Any, last_row: Any, *, n: int = 1000, k: int = 128) -> str:
+    """The pairs of ``n`` tokens on row 0 and on row ``2k - 1``, plain clipping at
+    ``k`` (1000 and 128 in the book; a problem set's variant may give others).
+
+    Shapes:
+        row_zero, last_row: ints
+    """
+    k = check_int("k", k, minimum=1)
+    n = check_int("n", n, minimum=k)
     first = (n - k) * (n - k + 1) // 2
     last = (n - k + 1) * (n - k + 2) // 2
     got = (as_number(row_zero, "a number of pairs"), as_number(last_row, "a number"))
@@ -47,11 +54,15 @@ def first_inexact_distance(answer: Any) -> str:
 
 
 @exercise("ch6-ex3")
-def edge_fraction(answer: Any) -> str:
-    """The fraction of the pairs of a 2048-token sequence on an edge row (DeBERTa-v3).
+def edge_fraction(answer: Any, *, n: int = 2048) -> str:
+    """The fraction of the pairs of an ``n``-token sequence on an edge row, with
+    DeBERTa-v3's settings (2048 tokens in the book; a variant may give another).
+
+    Shapes:
+        answer: a float
     """
+    n = check_int("n", n, minimum=1)
     got = as_number(answer, "a fraction between 0 and 1")
-    n = 2048
     dist = torch.arange(-(n - 1), n)
     rows = position_index(dist, max_relative_positions=512, position_buckets=256)
     edge = (rows == 0) | (rows == 511)

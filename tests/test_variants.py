@@ -1,0 +1,161 @@
+"""Problem-set variants (tools/variants.py, make assignments VARIANT=N).
+
+A variant draws other numbers, never the book's, for the exercises whose answer
+is a number; the statement, the reference solution and the check call get them,
+and the check recomputes the answer from them. So the book's answers fail a
+variant's checks, two variants differ, and (slow) each variant's reference
+solutions pass its own checks when the problem sets run.
+"""
+
+from __future__ import annotations
+
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import variants  # noqa: E402
+
+from relpos.book.exercises import ExerciseError, check  # noqa: E402
+
+NOTEBOOKS = {
+    "ch3-ex2": ROOT / "book" / "03_table.ipynb",
+    "ch6-ex1": ROOT / "book" / "06_long_sequences.ipynb",
+    "ch6-ex3": ROOT / "book" / "06_long_sequences.ipynb",
+}
+# The book's answers (tests/test_exercises.py), which no variant may accept.
+BOOK_ANSWERS = {
+    "ch3-ex2": (3344,),
+    "ch6-ex1": (380_628, 381_501),
+    "ch6-ex3": (0.5649,),
+}
+BOOK_NUMBERS = {
+    "ch3-ex2": {"gib": 16},
+    "ch6-ex1": {"n": 1000, "k": 128},
+    "ch6-ex3": {"n": 2048},
+}
+
+
+def test_every_variant_exercise_is_listed_here():
+    assert set(variants.VARIANTS) == set(NOTEBOOKS) == set(BOOK_ANSWERS)
+
+
+@pytest.mark.parametrize("variant", range(1, 21))
+def test_a_variant_never_draws_the_books_numbers(variant):
+    for label, book in BOOK_NUMBERS.items():
+        drawn = variants.numbers(label, variant)
+        assert drawn == variants.numbers(label, variant)  # the seed decides
+        assert set(drawn) == set(book)
+        for name, value in drawn.items():
+            assert value != book[name]
+            assert value in variants.VARIANTS[label].choices[name]
+
+
+def test_variant_zero_is_the_book_and_bad_variants_are_refused():
+    notebook = nbformat.read(NOTEBOOKS["ch3-ex2"], as_version=4)
+    same, drawn = variants.vary(notebook, 0)
+    assert drawn == {} and same.cells == notebook.cells
+    with pytest.raises(ValueError, match="variant must be an int >= 0"):
+        variants.numbers("ch3-ex2", -1)
+    with pytest.raises(TypeError, match="variant must be an int"):
+        variants.numbers("ch3-ex2", 1.5)
+    with pytest.raises(ValueError, match="label must be one of"):
+        variants.numbers("ch1-ex1", 1)
+
+
+def exercise_text(notebook: nbformat.NotebookNode, label: str) -> list[str]:
+    cells = variants._exercise_cells(notebook.cells, label)
+    return [notebook.cells[i].source for i in cells]
+
+
+@pytest.mark.parametrize("variant", [1, 2, 7])
+def test_statement_solution_and_check_get_the_same_numbers(variant):
+    for path in sorted(set(NOTEBOOKS.values())):
+        book = nbformat.read(path, as_version=4)
+        varied, drawn = variants.vary(book, variant)
+        labels = sorted(label for label, where in NOTEBOOKS.items() if where == path)
+        assert sorted(drawn) == labels
+        for label in labels:
+            statement, *_, call_cell, end = exercise_text(varied, label)
+            keywords = ", ".join(f"{k}={v}" for k, v in drawn[label].items())
+            assert f'check("{label}", ' in call_cell and f"{keywords})" in call_cell
+            for value in drawn[label].values():
+                assert str(value) in statement and str(value) in call_cell
+            assert exercise_text(book, label) != exercise_text(varied, label)
+        # nothing outside the varied exercises changes
+        pairs = enumerate(zip(book.cells, varied.cells))
+        changed = [i for i, (a, b) in pairs if a.source != b.source]
+        inside = {
+            i for label in labels for i in variants._exercise_cells(book.cells, label)
+        }
+        assert changed and set(changed) <= inside
+
+
+def test_two_variants_differ():
+    first = {label: variants.numbers(label, 1) for label in variants.VARIANTS}
+    second = {label: variants.numbers(label, 2) for label in variants.VARIANTS}
+    assert first != second
+
+
+@pytest.mark.parametrize("label", sorted(BOOK_ANSWERS))
+def test_the_books_answer_fails_a_variants_check(label, capsys):
+    check(label, *BOOK_ANSWERS[label], **BOOK_NUMBERS[label])  # the book's own
+    for variant in (1, 2, 3):
+        with pytest.raises(ExerciseError, match=f"^{label}: not yet"):
+            check(label, *BOOK_ANSWERS[label], **variants.numbers(label, variant))
+
+
+def test_a_changed_statement_stops_the_build():
+    notebook = nbformat.read(NOTEBOOKS["ch3-ex2"], as_version=4)
+    for cell in notebook.cells:
+        cell.source = cell.source.replace("16 GiB", "sixteen GiB")
+    with pytest.raises(ValueError, match="ch3-ex2: the variant replaces '16 GiB'"):
+        variants.vary(notebook, 1)
+
+
+def run(source: Path) -> nbformat.NotebookNode:
+    """A problem set's source notebook, executed in its folder."""
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(source, as_version=4)
+    where = {"metadata": {"path": str(source.parent)}}
+    return NotebookClient(notebook, timeout=300, resources=where).execute()
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory) -> dict[tuple[int, str], nbformat.NotebookNode]:
+    """``(variant, chapter file) -> its source problem set, run``: variants 1 and 2
+    of the chapters with varied exercises, two at a time."""
+    import assignments
+
+    jobs = {}
+    for variant in (1, 2):
+        course = tmp_path_factory.mktemp(f"variant{variant}")
+        sources = assignments.write_source(course, variant=variant)
+        for path in sorted(set(NOTEBOOKS.values())):
+            name = f"ch{path.name[:2]}"
+            jobs[variant, path.name] = next(p for p in sources if p.parent.name == name)
+    with ThreadPoolExecutor(2) as pool:
+        return dict(zip(jobs, pool.map(run, jobs.values())))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", [1, 2])
+def test_each_variant_passes_its_own_checks(variant, executed):
+    """The variant's source problem sets (reference solutions and hidden tests)
+    run, and each varied exercise's check, called with the variant's numbers,
+    says correct."""
+    for label, path in NOTEBOOKS.items():
+        notebook = executed[variant, path.name]
+        keywords = ", ".join(
+            f"{k}={v}" for k, v in variants.numbers(label, variant).items()
+        )
+        cell = next(c for c in notebook.cells if f'check("{label}", ' in c.source)
+        assert f"{keywords})" in cell.source, cell.source
+        printed = "".join(output.get("text", "") for output in cell.outputs)
+        assert f"{label}: correct." in printed, printed
