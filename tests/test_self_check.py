@@ -290,6 +290,33 @@ def test_latex_prints_the_answers(tmp_path):
     assert "<input" not in tex and "Check" not in tex
 
 
+def test_students_latex_prints_the_answers_after_the_questions(tmp_path, monkeypatch):
+    monkeypatch.setenv("RELPOS_EDITION", "students")
+    status, out, warnings = build(tmp_path, "latex", ["ch02"])
+    assert status == 0, warnings
+    tex = next(out.glob("*.tex")).read_text()
+    questions = load_questions(data_file("ch02"))
+    assert "for instructors" not in tex and "(correct)" not in tex
+    assert tex.count("Answer each question, then read the answers") == 1
+    asked, key = tex.split("Answers", 1)
+    blocks = asked.split(r"\sphinxsetlistlabels{\alph}")[1:]  # one per question
+    assert len(blocks) == len(questions)
+    for question, block in zip(questions, blocks):
+        items = block.split(r"\end{enumerate}")[0].split(r"\item {}")[1:]
+        assert len(items) == len(question.options)
+        first_why = re.findall(r"[A-Za-z]{4,}", question.options[0].why)[:3]
+        assert not all(word in block for word in first_why), question.id
+    entries = key.split(r"\end{enumerate}")[0].split(r"\item {}")[1:]
+    assert len(entries) == len(questions)
+    for question, entry in zip(questions, entries):
+        opening = entry.replace(r"\sphinxAtStartPar", "").lstrip()
+        correct = rf"\sphinxstylestrong{{{letter(question.correct)}}}"
+        assert opening.startswith(correct), (question.id, entry[:80])
+        for option in question.options:
+            words = re.findall(r"[A-Za-z]{3,}", re.sub(r"\$[^$]*\$", "", option.why))
+            assert all(word in entry for word in words[:6]), (question.id, words)
+
+
 def test_an_unknown_self_check_fails_the_build(tmp_path):
     status, _, warnings = build(tmp_path, "html", ["ch99"])
     assert status != 0

@@ -20,7 +20,11 @@ describes and checks the file; the config value ``self_check_dir`` moves the fol
 - **In print** (the instructors' edition) and in every other non-HTML output the
   questions are a numbered list, each option lettered, the correct one marked, and
   every option followed by its explanation: plain docutils nodes, typeset by
-  Sphinx's LaTeX writer like the rest of the book.
+  Sphinx's LaTeX writer like the rest of the book. In the students' edition
+  (``RELPOS_EDITION=students``, book/_ext/editions.py) the questions come with
+  their options unmarked, and the answers follow the last one, each question's
+  correct letter and every option's explanation, as the students' notebooks fold
+  them away (``self_check_questions.as_markdown``).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from docutils import nodes
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective
 
+from editions import students
 from self_check_questions import DATA, data_file, letter, load_questions
 
 SCRIPT = Path(__file__).with_name("self_check.js")
@@ -47,6 +52,7 @@ PRINT_INTRO = (
     "The answers, for instructors: the correct option of each question is marked, "
     "and every option is followed by the explanation a reader gets on the website."
 )
+STUDENTS_INTRO = "Answer each question, then read the answers after the last one."
 
 
 class self_check(nodes.General, nodes.Element):
@@ -231,21 +237,34 @@ class PrintSelfCheck(SphinxPostTransform):
         def paragraph(element: nodes.Element) -> nodes.paragraph:
             return nodes.paragraph("", "", *element.deepcopy().children)
 
-        questions = nodes.enumerated_list(enumtype="arabic", prefix="", suffix=".")
+        def numbered(kind: str, prefix: str, suffix: str) -> nodes.enumerated_list:
+            return nodes.enumerated_list(enumtype=kind, prefix=prefix, suffix=suffix)
+
+        for_students = students()
+        questions = numbered("arabic", "", ".")
+        answers = numbered("arabic", "", ".")  # the students' edition's key
         for question in node.children:  # self_check_question
             prompt, *choices = question.children
             item = nodes.list_item("", paragraph(prompt))
-            options = nodes.enumerated_list(
-                enumtype="loweralpha", prefix="(", suffix=")"
-            )
-            for option in choices:  # self_check_option: its label and its why
+            options = numbered("loweralpha", "(", ")")
+            key = nodes.paragraph("", "", nodes.strong("", letter(question["correct"])))
+            for index, option in enumerate(choices):  # its label and its why
                 label, why = option.children
                 answer = paragraph(label)
+                if for_students:
+                    options += nodes.list_item("", answer)
+                    explained = paragraph(why).children
+                    key += [nodes.Text(f" ({letter(index)}) "), *explained]
+                    continue
                 if option["correct"]:
                     answer += [nodes.Text(" "), nodes.strong("", "(correct)")]
                 options += nodes.list_item("", answer, paragraph(why))
             item += options
             questions += item
+            answers += nodes.list_item("", key)
+        if for_students:
+            intro = nodes.paragraph("", STUDENTS_INTRO)
+            return [intro, questions, nodes.rubric(text="Answers"), answers]
         return [nodes.paragraph("", PRINT_INTRO), questions]
 
 
