@@ -17,7 +17,7 @@ TEST_ENV := $(VENV)/.installed-test
 # Where `make lock` finds torch's CPU wheels (overridable, e.g. with --find-links DIR).
 TORCH_CPU ?= --extra-index-url https://download.pytorch.org/whl/cpu
 
-.PHONY: book student-site student-pdf test unit unit-slow unit-grading unit-fast notebooks site colab clean env student pdf lock sweeps text-sweeps slides
+.PHONY: book student-site student-pdf test unit unit-slow unit-grading unit-fast notebooks site colab clean env student pdf lock sweeps seed-sweeps text-sweeps slides
 
 env: $(TEST_ENV)
 
@@ -125,6 +125,25 @@ sweeps: $(TEST_ENV)
 	  --plot $(RESULTS)/sweep_layers.png
 	# the trained tables of chapter 3's interactive figure (about 40 s)
 	$(BIN)/python -m relpos.book.interactive
+
+# The ten-seed sweeps behind the headline verdicts of chapters 9 and 10, under the
+# tuning protocol of schema 3: every (task, scheme, training size) tunes its own
+# rate on two tuning seeds (100, 101) from a log-spaced grid, extended one step
+# past an edge holding the best validation loss until the best is interior (at
+# most 6 rates); ten measured seeds, each cell's mean with its bootstrap interval.
+# `relative` at 32 and 512 training sequences (the data the schemes need), `far`
+# and `absolute` at 512 (what the schemes can represent, and where they hold
+# beyond L). The schemes: the three absolute ones, T5, rotary, DeBERTa and
+# DeBERTa with log buckets. Wall time on two workers: see each file's own.
+SCHEMES_SEEDS := none,absolute,sinusoidal,t5,rotary,deberta,deberta-buckets
+PROTOCOL := $(EXPERIMENTS) --schemes $(SCHEMES_SEEDS) --seeds 0,1,2,3,4,5,6,7,8,9 \
+	--learning-rates 1e-3,3.16e-3,1e-2 --tune-seeds 100,101 --max-rates 6
+
+seed-sweeps: $(TEST_ENV)
+	$(PROTOCOL) --tasks relative --train-sizes 32,512 \
+	  --output $(RESULTS)/seeds_relative.json --plot $(RESULTS)/seeds_relative.png
+	$(PROTOCOL) --tasks far,absolute --train-sizes 512 \
+	  --output $(RESULTS)/seeds_far.json --plot $(RESULTS)/seeds_far.png
 
 # The language models on the Python standard library's docstrings
 # (relpos/book/results/text_*.json): every scheme of the main sweep plus FIRE and

@@ -196,7 +196,8 @@ EXPERIMENTS_BAD = [
     (["--learning-rates", "1e-3,x"], "--learning-rates"),
     (["--seeds", "0,100", "--tune-seeds", "100,101"], "--tune-seeds"),
     (["--tune-seeds", "-1"], "--tune-seeds"),
-    (["--tune-size", "0"], "--tune-size"),
+    (["--max-rates", "0"], "--max-rates"),
+    (["--learning-rates", "1e-3,3e-3,1e-2", "--max-rates", "2"], "--max-rates"),
     (["--workers", "0"], "--workers"),
     (["--engine", "ray"], "--engine"),
     (["--engine", "dask"], "--engine"),
@@ -263,7 +264,7 @@ def test_experiments_get_to_the_work_with_good_flags(work, tmp_path):
     # twice the width; the first rate of the grid
     assert base == Config(hidden_size=16, intermediate_size=32, learning_rate=1e-3)
     assert keywords["learning_rates"] == [1e-3, 3e-3, 1e-2]
-    assert keywords["tune_seeds"] == [100, 101] and keywords["tune_size"] == 128
+    assert keywords["tune_seeds"] == [100, 101] and keywords["max_rates"] == 8
     assert keywords["settings"] == ["encoder"] and keywords["engine"] == "local"
     assert keywords["workers"] == (os.cpu_count() or 1)
     assert keywords["runs_dir"] == tmp_path / "sweep.runs"

@@ -1,4 +1,4 @@
-"""load_sweep, the one reader of a sweep's JSON: schema 2 as it is, schema 1 upgraded.
+"""load_sweep, the one reader of a sweep's JSON: schemas 2-3 as they are, 1 upgraded.
 
 Any other schema, or a JSON without its schema's fields, is refused with a
 ValueError that says what to rerun. Every reader of a sweep (the figures, the
@@ -67,14 +67,14 @@ def schema_1(with_accuracies: bool = True) -> dict:
     }
 
 
-def test_the_committed_sweeps_are_schema_2_and_come_back_as_they_are():
+def test_the_committed_sweeps_are_schema_2_or_3_and_come_back_as_they_are():
     names = [
         n for n in results.names() if n.startswith("sweep") and n.endswith(".json")
     ]
     assert "sweep.json" in names and len(names) >= 6
     for name in names:
         stored = results.load(name)
-        assert stored["schema"] == 2, name
+        assert stored["schema"] in (2, 3), name
         assert load_sweep(results.path(name)) == stored  # read from its path
         assert load_sweep(stored) == stored
 
@@ -105,7 +105,7 @@ def test_schema_1_without_the_runs_accuracies_gets_no_values():
 @pytest.mark.parametrize(
     "bad, match",
     [
-        ({**schema_1(), "schema": 3}, "schema 1 or 2, got schema 3"),
+        ({**schema_1(), "schema": 4}, "schema 1, 2 or 3, got schema 4"),
         ({k: v for k, v in schema_1().items() if k != "schema"}, "got schema None"),
         ({**schema_1(), "schema": True}, "got schema True"),
         ({"schema": 1}, r"\(schema 1\) has no 'summary'"),
@@ -126,7 +126,7 @@ def test_the_messages_name_the_argument_and_what_the_reader_needs():
     assert load_sweep(schema_1(), needs=("config", "runs"))["config"]
 
 
-FOREIGN = {"schema": 3, "grid": {}, "summary": []}
+FOREIGN = {"schema": 4, "grid": {}, "summary": []}
 READERS = {
     "experiment_sweep": lambda s: plot.experiment_sweep(s),
     "table_bands": lambda s: plot.table_bands(s),
@@ -144,7 +144,7 @@ READERS = {
 
 @pytest.mark.parametrize("reader", READERS)
 def test_every_reader_refuses_a_foreign_schema_the_same_way(reader):
-    with pytest.raises(ValueError, match="schema 1 or 2, got schema 3"):
+    with pytest.raises(ValueError, match="schema 1, 2 or 3, got schema 4"):
         READERS[reader](FOREIGN)
 
 

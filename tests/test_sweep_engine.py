@@ -17,7 +17,7 @@ from relpos.book.experiments import (
     Config,
     RunStore,
     accuracy,
-    choose_rates,
+    tune_cells,
     evaluation_set,
     get_task,
     numbers_only,
@@ -25,9 +25,11 @@ from relpos.book.experiments import (
     run_sweep,
     summary_cells,
     train,
+    validation_loss,
     validation_set,
 )
 from relpos.book.experiments import engine
+from relpos.book.stats import bootstrap_interval
 from relpos.book.experiments.cli import main
 
 TINY = dict(
@@ -47,11 +49,11 @@ GRID = dict(
     seeds=[0, 1],
     learning_rates=[1e-3, 1e-2],
     tune_seeds=[100, 101],
-    tune_size=8,
+    max_rates=2,  # the grid as given: no rate added (extension: tested apart)
     progress=False,
 )
-# 2 schemes x 2 rates x 2 tune seeds; 2 schemes x 2 sizes x 2 seeds
-TUNING_RUNS, MEASURED_RUNS = 8, 8
+# 2 schemes x 2 sizes x 2 rates x 2 tune seeds; 2 schemes x 2 sizes x 2 seeds
+TUNING_RUNS, MEASURED_RUNS = 16, 8
 
 
 @functools.cache
@@ -169,10 +171,10 @@ def test_a_rerun_trains_only_the_missing_runs(tmp_path, monkeypatch):
 
 def test_an_interrupted_sweep_resumes_from_the_runs_it_finished(tmp_path, monkeypatch):
     folder = tmp_path / "runs"
-    Counter(monkeypatch, fail_after=11)  # the 8 tuning runs, then 3 measured
+    Counter(monkeypatch, fail_after=TUNING_RUNS + 3)  # the tuning runs, 3 measured
     with pytest.raises(Stopped):
         run_sweep(Config(**TINY), **GRID, runs_dir=folder)
-    assert len(list(folder.glob("*.json"))) == 11
+    assert len(list(folder.glob("*.json"))) == TUNING_RUNS + 3
     assert not list(folder.glob(".tmp-*"))  # every record whole, no temporary left
     counter = Counter(monkeypatch)
     resumed = run_sweep(Config(**TINY), **GRID, runs_dir=folder)
@@ -197,7 +199,7 @@ def test_a_record_of_another_config_is_never_reused(tmp_path, monkeypatch):
     data = {
         "kind": "measured",
         "config": config.to_dict(),
-        "schema": 2,
+        "schema": 3,
         "relpos": relpos.__version__ + ".other",
         "record": {},
     }
@@ -227,54 +229,87 @@ def test_a_run_key_depends_on_every_field_and_the_kind():
 # -- (c) the learning rate, tuned fairly -----------------------------------------------
 
 
-def _tuning(setting, task, scheme, rate, seed, acc, loss) -> dict:
-    return {
-        "setting": setting,
-        "task": task,
-        "scheme": scheme,
-        "learning_rate": rate,
-        "seed": seed,
-        "valid_accuracy": acc,
-        "final_loss": loss,
-    }
+def _fake_runs(loss_of):
+    """A tuning ``run`` whose valid_loss is ``loss_of(cell, rate, seed)``."""
+    calls = []
+
+    def run(jobs):
+        calls.append(list(jobs))
+        return [
+            {"valid_loss": loss_of(cell, rate, seed), "valid_accuracy": 1 / (1 + rate)}
+            for cell, rate, seed in jobs
+        ]
+
+    return run, calls
 
 
-def test_choose_rates_takes_the_best_mean_accuracy_then_loss_then_rate():
-    runs = [
-        # none: 1e-3 has the better mean accuracy (0.5 against 0.45)
-        _tuning("encoder", "relative", "none", 1e-3, 100, 0.6, 2.0),
-        _tuning("encoder", "relative", "none", 1e-3, 101, 0.4, 2.0),
-        _tuning("encoder", "relative", "none", 1e-2, 100, 0.9, 1.0),
-        _tuning("encoder", "relative", "none", 1e-2, 101, 0.0, 1.0),
-        # deberta: accuracies tie, 1e-2 has the lower loss
-        _tuning("encoder", "relative", "deberta", 1e-3, 100, 1.0, 0.5),
-        _tuning("encoder", "relative", "deberta", 1e-2, 100, 1.0, 0.1),
-        # causal deberta: accuracy and loss tie, the smaller rate wins
-        _tuning("causal", "relative", "deberta", 1e-2, 100, 0.5, 0.3),
-        _tuning("causal", "relative", "deberta", 1e-3, 100, 0.5, 0.3),
-    ]
-    chosen = choose_rates(runs)
-    assert [(c["setting"], c["scheme"], c["learning_rate"]) for c in chosen] == [
-        ("encoder", "none", 1e-3),
-        ("encoder", "deberta", 1e-2),
-        ("causal", "deberta", 1e-3),
-    ]
-    assert [c["valid_accuracy"] for c in chosen] == pytest.approx([0.5, 1.0, 0.5])
+def test_tune_cells_extends_each_cell_until_its_best_rate_is_interior():
+    import math
+
+    small = ("encoder", "relative", "none", 8)
+    large = ("encoder", "relative", "none", 512)
+    best = {small: 1e-4, large: 0.1}  # below and above the grid 1e-3 .. 1e-2
+
+    def loss(cell, rate, seed):
+        return (math.log10(rate) - math.log10(best[cell])) ** 2 + seed * 1e-3
+
+    run, calls = _fake_runs(loss)
+    chosen, runs = tune_cells([small, large], [1e-3, 3.16e-3, 1e-2], [100, 101], run)
+    by_size = {c["train_size"]: c for c in chosen}
+    assert by_size[8]["learning_rate"] == pytest.approx(1e-4, rel=0.01)
+    assert by_size[512]["learning_rate"] == pytest.approx(0.1, rel=0.01)
+    assert all(c["bracketed"] for c in chosen)
+    for c in chosen:  # the curve: every rate tried, its mean loss over both seeds
+        assert c["rates"] == sorted(c["rates"]) and len(c["scores"]) == len(c["rates"])
+        cell = (c["setting"], c["task"], c["scheme"], c["train_size"])
+        assert c["scores"] == pytest.approx(
+            [(loss(cell, r, 100) + loss(cell, r, 101)) / 2 for r in c["rates"]]
+        )
+        inside = c["rates"].index(c["learning_rate"])
+        assert 0 < inside < len(c["rates"]) - 1
+    # the first round is the whole grid on both seeds; later rounds one rate a cell
+    assert len(calls[0]) == 2 * 3 * 2 and all(len(c) <= 2 * 2 for c in calls[1:])
+    assert len(runs) == sum(len(c) for c in calls)
+
+
+def test_tune_cells_stops_at_max_rates_and_says_the_best_is_at_an_edge():
+    run, _ = _fake_runs(lambda cell, rate, seed: -rate)  # ever larger is better
+    chosen, _ = tune_cells([("encoder", "far", "t5", 32)], [1e-3, 1e-2], [100], run,
+                           max_rates=4)
+    assert len(chosen[0]["rates"]) == 4 and not chosen[0]["bracketed"]
+    assert chosen[0]["learning_rate"] == max(chosen[0]["rates"])
+
+
+def test_tune_cells_scores_a_diverged_rate_as_the_worst():
+    def loss(cell, rate, seed):
+        return float("inf") if rate > 5e-3 else 1.0 - rate
+
+    run, _ = _fake_runs(loss)
+    chosen, _ = tune_cells([("causal", "far", "t5", 32)], [1e-3, 3e-3, 1e-2], [100],
+                           run)
+    assert chosen[0]["learning_rate"] == 3e-3 and chosen[0]["bracketed"]
+    assert chosen[0]["scores"][-1] is None
 
 
 def test_the_measured_runs_use_the_rate_the_tuning_runs_choose():
     result = _reference()
     tuning = result["tuning"]
-    assert tuning["chosen"] == choose_rates(tuning["runs"])
-    rate = {(c["scheme"]): c["learning_rate"] for c in tuning["chosen"]}
+    rate = {(c["scheme"], c["train_size"]): c["learning_rate"] for c in tuning["chosen"]}
     for chosen in tuning["chosen"]:
-        mine = [r for r in tuning["runs"] if r["scheme"] == chosen["scheme"]]
+        mine = [
+            r
+            for r in tuning["runs"]
+            if (r["scheme"], r["train_size"]) == (chosen["scheme"], chosen["train_size"])
+        ]
         means = {
-            lr: sum(r["valid_accuracy"] for r in mine if r["learning_rate"] == lr) / 2
+            lr: sum(r["valid_loss"] for r in mine if r["learning_rate"] == lr) / 2
             for lr in GRID["learning_rates"]
         }
-        assert chosen["valid_accuracy"] == pytest.approx(max(means.values()))
-    assert all(r["learning_rate"] == rate[r["scheme"]] for r in result["runs"])
+        assert chosen["scores"] == pytest.approx([means[lr] for lr in chosen["rates"]])
+        assert means[chosen["learning_rate"]] == pytest.approx(min(means.values()))
+    assert all(
+        r["learning_rate"] == rate[r["scheme"], r["train_size"]] for r in result["runs"]
+    )
 
 
 def test_tuning_uses_only_the_tune_seeds_and_the_training_length():
@@ -282,19 +317,22 @@ def test_tuning_uses_only_the_tune_seeds_and_the_training_length():
     runs = result["tuning"]["runs"]
     assert {r["seed"] for r in runs} == {100, 101}
     assert not {r["seed"] for r in runs} & {r["seed"] for r in result["runs"]}
-    assert [(r["scheme"], r["learning_rate"], r["seed"]) for r in runs] == [
-        (scheme, rate, seed)
+    assert [
+        (r["scheme"], r["train_size"], r["learning_rate"], r["seed"]) for r in runs
+    ] == [
+        (scheme, size, rate, seed)
         for scheme in GRID["schemes"]
+        for size in GRID["train_sizes"]
         for rate in GRID["learning_rates"]
         for seed in GRID["tune_seeds"]
     ]
-    # One tuning run again by hand: tune_size sequences, validation set at L only.
+    # One tuning run again by hand: its cell's size, validation set at L only.
     first = runs[0]
     config = Config(**TINY).replace(
         scheme=first["scheme"],
         learning_rate=first["learning_rate"],
         seed=first["seed"],
-        train_size=GRID["tune_size"],
+        train_size=first["train_size"],
     )
     tokens, labels = validation_set(config)
     assert tokens.shape == (config.test_size, config.train_length)
@@ -302,6 +340,9 @@ def test_tuning_uses_only_the_tune_seeds_and_the_training_length():
     assert not torch.equal(tokens, test_tokens)  # a split of its own
     model = train(config).model
     assert first["valid_accuracy"] == accuracy(
+        model, get_task(config.task), tokens, labels
+    )
+    assert first["valid_loss"] == validation_loss(
         model, get_task(config.task), tokens, labels
     )
 
@@ -323,15 +364,20 @@ def test_one_learning_rate_tunes_nothing(monkeypatch):
     assert result["tuning"] == {
         "learning_rates": [2e-3],
         "seeds": [],
-        "train_size": None,
+        "max_rates": 1,
+        "objective": "valid_loss",
         "runs": [],
         "chosen": [
             {
                 "setting": "encoder",
                 "task": "relative",
                 "scheme": scheme,
+                "train_size": 8,
                 "learning_rate": 2e-3,
+                "rates": [2e-3],
+                "scores": [None],
                 "valid_accuracy": None,
+                "bracketed": False,
             }
             for scheme in GRID["schemes"]
         ],
@@ -339,7 +385,7 @@ def test_one_learning_rate_tunes_nothing(monkeypatch):
     assert {r["learning_rate"] for r in result["runs"]} == {2e-3}
 
 
-# -- (d) the JSON, schema 2 ------------------------------------------------------------
+# -- (d) the JSON, schema 3 ------------------------------------------------------------
 
 
 def test_schema_2_fields():
@@ -364,7 +410,7 @@ def test_schema_2_fields():
         (s, n) for s in result["grid"]["scheme"] if s != "none"
         for n in result["config"]["test_lengths"]
     }
-    assert result["schema"] == 2 and result["relpos"] == relpos.__version__
+    assert result["schema"] == 3 and result["relpos"] == relpos.__version__
     assert result["grid"] == {
         "setting": ["encoder"],
         "task": ["relative"],
@@ -379,16 +425,20 @@ def test_schema_2_fields():
     }
     assert result["config"] == expected_config
     tuning = result["tuning"]
-    assert set(tuning) == {"learning_rates", "seeds", "train_size", "runs", "chosen"}
-    assert (tuning["learning_rates"], tuning["seeds"], tuning["train_size"]) == (
+    assert set(tuning) == {
+        "learning_rates", "seeds", "max_rates", "objective", "runs", "chosen"
+    }
+    assert (tuning["learning_rates"], tuning["seeds"], tuning["max_rates"]) == (
         [1e-3, 1e-2],
         [100, 101],
-        8,
+        2,
     )
     assert {"setting", "task", "scheme", "learning_rate", "seed"} <= set(
         tuning["runs"][0]
     )
-    assert {"valid_accuracy", "final_loss"} <= set(tuning["runs"][0])
+    assert {"valid_accuracy", "valid_loss", "final_loss", "train_size"} <= set(
+        tuning["runs"][0]
+    )
     assert [r[k] for r in result["runs"] for k in ("scheme", "train_size", "seed")] == [
         v
         for scheme in GRID["schemes"]
@@ -423,6 +473,8 @@ def test_summary_holds_every_seed_in_seed_order():
         assert row["values"] == values and row["n"] == 2
         assert (row["min"], row["max"]) == (min(values), max(values))
         assert row["mean"] == pytest.approx(sum(values) / 2)
+        assert row["interval"] == bootstrap_interval(values)
+        assert row["interval"][0] <= row["mean"] <= row["interval"][1]
 
 
 def test_the_settings_are_a_grid_field():
@@ -470,8 +522,8 @@ FLAGS = [
     "1e-3,1e-2",
     "--tune-seeds",
     "100,101",
-    "--tune-size",
-    "8",
+    "--max-rates",
+    "2",
     "--workers",
     "1",
     "--quiet",

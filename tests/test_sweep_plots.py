@@ -100,7 +100,7 @@ def test_seed_points_and_band_profiles_draw_the_runs() -> None:
 
 
 def test_sweep_figures_refuse_other_json() -> None:
-    with pytest.raises(ValueError, match="schema 2"):
+    with pytest.raises(ValueError, match="schema 3"):
         plot.accuracy_grid({"schema": 1})
     with pytest.raises(ValueError, match="schemes must be drawn"):
         plot.accuracy_grid(result(), schemes=["c"])

@@ -14,7 +14,8 @@ import torch
 import relpos.book.experiments.schemes as schemes_module
 import relpos.book.text.train as text_train
 from relpos.book.experiments.schemes import SCHEMES
-from relpos.book.text import corpus, lm, sweep, tuning
+from relpos.book.experiments import rate_grid
+from relpos.book.text import corpus, lm, sweep
 from relpos.book.text.config import SETTINGS, TextConfig
 from relpos.book.text.corpus import encode
 from relpos.book.text.lm import IGNORE, MASK, mask_bytes, objective_batch
@@ -36,7 +37,7 @@ TINY = dict(
     t5_max_distance=16,
 )
 TEXT = "\n\n".join(
-    m.__doc__ for m in (corpus, lm, sweep, tuning, text_train, schemes_module)
+    m.__doc__ for m in (corpus, lm, sweep, rate_grid, text_train, schemes_module)
 )
 
 

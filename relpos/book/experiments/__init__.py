@@ -72,7 +72,7 @@ from .sweep import (
     summarize,
     summary_cells,
 )
-from .tuning import choose_rates, tune_one, validation_set
+from .tuning import tune_cells, tune_one, validation_loss, validation_set
 from .tasks import NO_TOKEN, TASKS, VOCAB_SIZE, Task, get_task
 from .train import Trained, deterministic, initial_model, train
 from .coverage import (
@@ -122,7 +122,8 @@ __all__ = [
     "build_scheme",
     "by_distance",
     "check_tune_seeds",
-    "choose_rates",
+    "tune_cells",
+    "validation_loss",
     "compare",
     "count_parameters",
     "data_seed",

@@ -44,7 +44,7 @@ DEFAULT_TRAIN_SIZES = (8, 32, 128, 512)
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 DEFAULT_LEARNING_RATES = (1e-3, 3e-3, 1e-2)
 DEFAULT_TUNE_SEEDS = (100, 101)
-DEFAULT_TUNE_SIZE = 128
+DEFAULT_MAX_RATES = 8
 # The sweep's own defaults for the fields it varies: every task, every scheme.
 SWEEP_DEFAULTS: dict[str, Callable[[], list[Any]]] = {
     "task": lambda: list(TASKS),
@@ -161,11 +161,13 @@ def build_parser() -> OneLineParser:
         "one learning rate",
     )
     add(
-        "--tune-size",
+        "--max-rates",
         type=_cli.integer(1),
-        default=DEFAULT_TUNE_SIZE,
+        default=DEFAULT_MAX_RATES,
         metavar="N",
-        help="training sequences of each tuning run",
+        help="the most rates a cell's grid grows to while its best rate sits at an "
+        "edge (each cell: setting, task, scheme, training size; at least the "
+        "number of --learning-rates)",
     )
     add(
         "--workers",
@@ -244,6 +246,10 @@ def config_from_args(
                 "--tune-seeds",
                 f"must be disjoint from --seeds, both hold {_cli.show_default(shared)}",
             )
+        if args.max_rates < len(rates):
+            parser.fail(
+                "--max-rates", f"must be at least the {len(rates)} --learning-rates"
+            )
     return base
 
 
@@ -305,7 +311,7 @@ def main(argv: list[str] | None = None) -> dict:
         seeds=args.seed,
         learning_rates=args.learning_rate,
         tune_seeds=args.tune_seeds if len(args.learning_rate) > 1 else [],
-        tune_size=args.tune_size,
+        max_rates=args.max_rates,
         engine=args.engine,
         workers=args.workers,
         scheduler=args.scheduler,
@@ -328,7 +334,7 @@ __all__ = [
     "DEFAULT_SEEDS",
     "DEFAULT_TRAIN_SIZES",
     "DEFAULT_TUNE_SEEDS",
-    "DEFAULT_TUNE_SIZE",
+    "DEFAULT_MAX_RATES",
     "OneLineParser",
     "build_parser",
     "config_from_args",

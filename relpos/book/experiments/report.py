@@ -21,8 +21,8 @@ def format_table(result: dict[str, Any] | str | Path) -> str:
     rows = result["summary"]
     lengths = sorted({r["length"] for r in rows})
     cells = summary_cells(rows)
-    rate = {
-        (c["setting"], c["task"], c["scheme"]): c["learning_rate"]
+    rate = {  # schema 3 tunes every training size; schema 2 one rate for all sizes
+        (c["setting"], c["task"], c["scheme"], c.get("train_size")): c["learning_rate"]
         for c in result["tuning"]["chosen"]
     }
     lines = [
@@ -43,8 +43,9 @@ def format_table(result: dict[str, Any] | str | Path) -> str:
                 + "".join(f"{'n=' + str(n):>14}" for n in lengths)
             )
             for scheme in grid["scheme"]:
-                lr = rate.get((setting, task, scheme))
                 for size in grid["train_size"]:
+                    lr = rate.get((setting, task, scheme, size))
+                    lr = rate.get((setting, task, scheme, None)) if lr is None else lr
                     text = f"{scheme:<{width}}{'-' if lr is None else f'{lr:g}':>8}"
                     text += f"{size:>6}"
                     for n in lengths:

@@ -24,7 +24,7 @@ import relpos
 from .config import Config
 
 #: The JSON schema of the sweep (and of its records); see ``sweep``.
-SCHEMA = 2
+SCHEMA = 3
 #: The two kinds of run: a measured run of the grid, a tuning run of the rates.
 KINDS = ("measured", "tuning")
 

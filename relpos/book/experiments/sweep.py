@@ -11,7 +11,7 @@ of every seed. Each run's seeds come from ``(seed, task, scheme, train_size)``
 numbers do not depend on what else the sweep contains, in which order it runs
 or on how many workers.
 
-The JSON (``SCHEMA = 2``)::
+The JSON (``SCHEMA = 3``)::
 
     {"schema": 2,
      "command": "python -m relpos.book.experiments ...",   (when run from the CLI)
@@ -21,11 +21,15 @@ The JSON (``SCHEMA = 2``)::
      "config": {every field of Config not swept, learning_rate excluded},
      "grid": {"setting": [...], "task": [...], "scheme": [...],
               "train_size": [...], "seed": [...]},
-     "tuning": {"learning_rates": [...], "seeds": [...], "train_size": N,
-                "runs": [{"setting", "task", "scheme", "learning_rate", "seed",
+     "tuning": {"learning_rates": [the starting grid], "seeds": [...],
+                "max_rates": N, "objective": "valid_loss",
+                "runs": [{"setting", "task", "scheme", "train_size",
+                          "learning_rate", "seed", "valid_loss",
                           "valid_accuracy", "final_loss", "train_seconds"}],
-                "chosen": [{"setting", "task", "scheme", "learning_rate",
-                            "valid_accuracy"}]},
+                "chosen": [{"setting", "task", "scheme", "train_size",
+                            "learning_rate", "rates": [every rate tried],
+                            "scores": [mean valid_loss per rate],
+                            "valid_accuracy", "bracketed"}]},
      "tasks": {name: {"description", "kind", "param", "vocab_size", "chance"}},
      "runs": [{"setting", "task", "scheme", "train_size", "seed", "learning_rate",
                "model_seed", "parameters", "accuracy": {"<length>": float},
@@ -33,7 +37,8 @@ The JSON (``SCHEMA = 2``)::
                "band": {"trained": [...], "initial": [...]} or null,
                "attention_peaks": [one distance per head] or null}],
      "summary": [{"setting", "task", "scheme", "train_size", "length",
-                  "mean", "std", "min", "max", "n", "values": [one per seed]}],
+                  "mean", "std", "min", "max", "n", "interval": [low, high],
+                  "values": [one per seed]}],
      "coverage": [{"setting", "task", "scheme", "length", "kind", "learned",
                    "unseen", "touched", "pair_fraction"}],
      "wall_seconds": float, "run_seconds": float}
@@ -50,10 +55,16 @@ reads (``unseen``), and the share of scored query positions (``touched``)
 and of scored pairs (``pair_fraction``) that read one. No training is involved;
 a scheme registered without a coverage reader (``register_reader``) has no rows.
 
-``tuning``: with one learning rate there is nothing to tune (``seeds`` and
-``runs`` are empty, ``train_size`` and each chosen ``valid_accuracy`` null).
-``valid_accuracy`` is measured on validation sequences of the training length
-(see ``tuning``). ``runs`` and ``summary`` are in the grid's order (setting,
+``tuning``: every (setting, task, scheme, training size) is tuned on its own
+(see ``tuning``): the starting grid, extended past an edge holding the best
+validation loss until the best rate is interior (``bracketed``) or the grid
+holds ``max_rates`` rates; ``rates`` and ``scores`` are its validation curve.
+With one learning rate there is nothing to tune (``seeds`` and ``runs`` are
+empty, each chosen ``valid_accuracy`` null, ``bracketed`` false). Schema 2
+(the sweeps before per-size tuning) tuned each (setting, task, scheme) once, on
+a grid of three rates at one training size (``tuning.train_size``), by
+validation accuracy. ``interval`` (schema 3) is the 95% bootstrap interval of
+the mean over the seeds (``None`` for one seed). ``runs`` and ``summary`` are in the grid's order (setting,
 task, scheme, train size, seed), whatever order the runs finished in;
 ``values`` holds one accuracy per seed, in the grid's seed order.
 ``run_seconds`` is the sum of every run's own training time (tuning runs
@@ -85,13 +96,14 @@ import torch
 
 import relpos
 
+from ..stats import bootstrap_interval
 from .config import SETTINGS, Config
 from .coverage import READERS, coverage_table
 from .engine import execute, open_engine, run_one
 from .schemes import SCHEMES
 from .store import SCHEMA, RunStore
 from .tasks import TASKS, get_task
-from .tuning import choose_rates
+from .tuning import Cell, tune_cells
 
 #: The fields a sweep varies, in the grid's order.
 GRID_FIELDS = tuple(
@@ -142,11 +154,13 @@ def compare(
 
 
 def summarize(runs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Mean, sample standard deviation, minimum, maximum and every seed's value.
+    """Mean, sample standard deviation, minimum, maximum, interval, every seed's value.
 
     One row per (setting, task, scheme, train size, length), in the order the
     runs come; ``values`` lists the accuracy of each run of the cell in that
-    order (one per seed). A run without ``setting`` (schema 1) is an encoder run.
+    order (one per seed); ``interval`` is the 95% bootstrap interval of the
+    mean over the seeds (``relpos.book.stats``; ``None`` for one seed). A run
+    without ``setting`` (schema 1) is an encoder run.
     """
     cells: dict[SummaryKey, list[float]] = {}
     for run in runs:
@@ -173,6 +187,7 @@ def summarize(runs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                 "min": min(values),
                 "max": max(values),
                 "n": len(values),
+                "interval": bootstrap_interval(values) if len(values) > 1 else None,
                 "values": list(values),
             }
         )
@@ -234,29 +249,6 @@ def check_tune_seeds(tune_seeds: Iterable[int], seeds: Iterable[int]) -> list[in
     return tune_seeds
 
 
-def tuning_configs(
-    base: Config,
-    cells: list[tuple[str, str, str]],
-    learning_rates: list[float],
-    tune_seeds: list[int],
-    tune_size: int,
-) -> list[Config]:
-    """The tuning runs: every (setting, task, scheme), rate and tuning seed."""
-    return [
-        base.replace(
-            setting=setting,
-            task=task,
-            scheme=scheme,
-            learning_rate=rate,
-            seed=seed,
-            train_size=tune_size,
-        )
-        for setting, task, scheme in cells
-        for rate in learning_rates
-        for seed in tune_seeds
-    ]
-
-
 def run_sweep(
     base: Config,
     *,
@@ -267,7 +259,7 @@ def run_sweep(
     settings: list[str] | None = None,
     learning_rates: list[float] | None = None,
     tune_seeds: list[int] = (),
-    tune_size: int = 128,
+    max_rates: int = 8,
     engine: str = "local",
     workers: int = 1,
     scheduler: str | None = None,
@@ -280,10 +272,13 @@ def run_sweep(
 
     ``base`` supplies every other setting; ``settings`` defaults to
     ``[base.setting]`` and ``learning_rates`` to ``[base.learning_rate]`` (one
-    rate: no tuning). With two rates or more, each (setting, task, scheme)
-    trains at every rate on every seed of ``tune_seeds`` (disjoint from
-    ``seeds``) with ``tune_size`` training sequences, and its measured runs use
-    the rate of :func:`choose_rates`. ``engine``, ``workers``, ``scheduler``
+    rate: no tuning). With two rates or more, the rates are the starting grid
+    of every (setting, task, scheme, training size): each trains at every rate
+    on every seed of ``tune_seeds`` (disjoint from ``seeds``) with its own
+    number of training sequences, the grid grows past an edge holding the best
+    validation loss until the best is interior or the grid holds ``max_rates``
+    rates (``tuning.tune_cells``), and the cell's measured runs use the best
+    rate. ``engine``, ``workers``, ``scheduler``
     and ``threads`` are :func:`open_engine`'s; ``runs_dir`` is the runs folder
     (``None``: records in memory only, nothing to resume from). The progress
     bars (tqdm, on stderr) count finished runs.
@@ -303,45 +298,64 @@ def run_sweep(
             f"several values, got {tune_seeds!r}"
         )
     cells = [(s, t, m) for s in settings for t in tasks for m in schemes]
-    tuning = (
-        tuning_configs(base, cells, rates, tune_seeds, tune_size) if tuned else []
-    )
     grid = [
         base.replace(setting=s, task=t, scheme=m, train_size=n, seed=seed)
         for s, t, m in cells
         for n in train_sizes
         for seed in seeds
     ]  # every Config re-checks its fields before any run starts
+    tune_grid = [(s, t, m, n) for s, t, m in cells for n in train_sizes]
     store = RunStore(runs_dir)
     start = time.perf_counter()
     with open_engine(
         engine, workers=workers, scheduler=scheduler, threads=threads
     ) as executor:
-        tuning_runs, _ = execute(
-            [("tuning", c) for c in tuning],
-            store,
-            executor,
-            progress=progress and tuned,
-            description="tuning",
-        )
+
+        def run_tuning(jobs: list[tuple[Cell, float, int]]) -> list[dict[str, Any]]:
+            configs = [
+                base.replace(
+                    setting=s, task=t, scheme=m, train_size=n, learning_rate=rate,
+                    seed=seed,
+                )
+                for (s, t, m, n), rate, seed in jobs
+            ]
+            records, _ = execute(
+                [("tuning", c) for c in configs],
+                store,
+                executor,
+                progress=progress,
+                description="tuning",
+            )
+            return records
+
         if tuned:
-            chosen = choose_rates(tuning_runs)
+            chosen, tuning_runs = tune_cells(
+                tune_grid, rates, tune_seeds, run_tuning, max_rates=max_rates
+            )
         else:
+            tuning_runs = []
             chosen = [
                 {
                     "setting": s,
                     "task": t,
                     "scheme": m,
+                    "train_size": n,
                     "learning_rate": rates[0],
+                    "rates": [rates[0]],
+                    "scores": [None],
                     "valid_accuracy": None,
+                    "bracketed": False,
                 }
-                for s, t, m in cells
+                for s, t, m, n in tune_grid
             ]
         rate_of = {
-            (c["setting"], c["task"], c["scheme"]): c["learning_rate"] for c in chosen
+            (c["setting"], c["task"], c["scheme"], c["train_size"]): c["learning_rate"]
+            for c in chosen
         }
         grid = [
-            c.replace(learning_rate=rate_of[(c.setting, c.task, c.scheme)])
+            c.replace(
+                learning_rate=rate_of[(c.setting, c.task, c.scheme, c.train_size)]
+            )
             for c in grid
         ]
         runs, _ = execute(
@@ -380,7 +394,8 @@ def run_sweep(
             "tuning": {
                 "learning_rates": rates,
                 "seeds": tune_seeds if tuned else [],
-                "train_size": tune_size if tuned else None,
+                "max_rates": max_rates if tuned else len(rates),
+                "objective": "valid_loss",
                 "runs": tuning_runs,
                 "chosen": chosen,
             },
@@ -410,10 +425,10 @@ def run_sweep(
 
 
 # What each schema's JSON must hold at the top (what every reader of it reads).
-_NEEDED = {1: ("summary",), 2: ("grid", "summary")}
+_NEEDED = {1: ("summary",), 2: ("grid", "summary"), 3: ("grid", "summary")}
 _RERUN = (
     "rerun python -m relpos.book.experiments (with the command stored in the "
-    "file's 'command') to write schema 2"
+    "file's 'command') to write schema 3"
 )
 
 
@@ -423,11 +438,12 @@ def load_sweep(
     needs: Iterable[str] = (),
     name: str = "result",
 ) -> dict[str, Any]:
-    """A sweep's JSON in schema 2, checked: the one way the book reads a sweep.
+    """A sweep's JSON in schema 2 or 3, checked: the one way the book reads a sweep.
 
     ``result`` is the dict ``python -m relpos.book.experiments`` writes, or the
     path of its file (a committed one: ``relpos.book.results.path(name)``).
-    Schema 2 comes back as it is; schema 1 (the first committed sweeps: one
+    Schemas 2 and 3 (3: tuned per training size, intervals in the summary)
+    come back as they are; schema 1 (the first committed sweeps: one
     learning rate, no setting) is upgraded by :func:`as_schema_2`, so an old
     file draws as an encoder sweep. Any other
     schema, or a dict without the fields its schema must have (``summary``;
@@ -451,7 +467,7 @@ def load_sweep(
     if isinstance(schema, bool) or schema not in _NEEDED:
         raise ValueError(
             f"{name} must be the JSON of python -m relpos.book.experiments in "
-            f"schema 1 or 2, got schema {schema!r}: {_RERUN}"
+            f"schema 1, 2 or 3, got schema {schema!r}: {_RERUN}"
         )
     missing = [k for k in _NEEDED[schema] if k not in result]
     if missing:
@@ -496,8 +512,8 @@ def as_schema_2(result: dict[str, Any]) -> dict[str, Any]:
     ``schemes``, ``train_sizes`` and ``seeds`` and its other fields
     ``settings``; its runs and summary rows gain ``setting: "encoder"``, its
     summary rows the accuracy of every seed (``values``, from the runs), its
-    learning rate is the one every cell chose, untuned. A schema-2 result comes
-    back as it is.
+    learning rate is the one every cell chose, untuned. A schema-2 or schema-3
+    result comes back as it is.
     """
     if result.get("schema", SCHEMA) != 1:
         return result
@@ -512,7 +528,7 @@ def as_schema_2(result: dict[str, Any]) -> dict[str, Any]:
     }
     upgraded.update(
         {
-            "schema": SCHEMA,
+            "schema": 2,
             "config": {
                 k: v
                 for k, v in old.items()

@@ -1,27 +1,35 @@
-"""The learning rate, chosen per scheme on validation sequences at the training length.
+"""The learning rate, chosen per cell on validation sequences at the training length.
 
-For every (setting, task, scheme) a sweep trains one model per learning rate of
-a small grid and per *tuning seed* (seeds kept apart from the measured ones),
-and measures each on validation sequences of the training length only: a split
-of its own (``data_seed(config, L, "valid")``), never the test sequences and
-never a test length. :func:`choose_rates` keeps the rate with the highest mean
-validation accuracy (ties: the lower mean final training loss, then the smaller
-rate); every measured run of that (setting, task, scheme) then trains with it.
+A cell is a (setting, task, scheme, training size): the best rate for 8
+training sequences need not be the best for 512. Every cell trains one model
+per learning rate and per *tuning seed* (seeds kept apart from the measured
+ones) with its own number of training sequences, and each is scored on
+validation sequences of the training length only: a split of its own
+(``data_seed(config, L, "valid")``), never the test sequences and never a test
+length. The score is the validation loss (cross-entropy over the scored
+positions, mean over the tuning seeds; lower is better), which keeps ranking
+rates where several reach the same accuracy. The grid is log-spaced and
+extended past an edge that holds the best rate until the best is interior
+(``rate_grid.tune_rates``); every measured run of the cell then trains with it.
 
 Shape legend:
-    tokens, labels: ``(b, n)``
+    tokens, labels: ``(b, n)``; logits: ``(b, n, classes)``
 """
 
 from __future__ import annotations
 
+import math
 import statistics
-from typing import Any, Iterable
+from typing import Any, Callable, Hashable, Sequence
 
 import torch
+import torch.nn.functional as F
 
 from .config import Config, data_seed
 from .measure import accuracy
-from .tasks import get_task
+from .model import TinyModel
+from .rate_grid import tune_rates
+from .tasks import Task, get_task
 from .train import train
 
 
@@ -47,58 +55,113 @@ def validation_set(config: Config) -> tuple[torch.Tensor, torch.Tensor]:
     )
 
 
+def validation_loss(
+    model: TinyModel, task: Task, tokens: torch.Tensor, labels: torch.Tensor
+) -> float:
+    """Mean cross-entropy over the scored positions (``task.scored``).
+
+    Shapes:
+        tokens, labels: ``(b, n)``
+        output: a float (``inf`` when the model's logits are not finite)
+    """
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        logits = model(tokens)  # (b, n, classes)
+    model.train(was_training)
+    scored = task.scored(labels)  # (b, n)
+    loss = F.cross_entropy(logits[scored], labels[scored]).item()
+    return loss if math.isfinite(loss) else math.inf
+
+
 def tune_one(config: Config) -> dict[str, Any]:
     """Train one model of ``config`` and measure it on the validation sequences.
 
     One entry of the JSON's ``tuning.runs``: the run's setting, task, scheme,
-    learning rate and seed, its ``valid_accuracy`` and ``final_loss``.
+    training size, learning rate and seed, its ``valid_loss`` (the score),
+    ``valid_accuracy`` and ``final_loss``.
     """
     trained = train(config)
     task = get_task(config.task)
+    valid = validation_set(config)
     return {
         "setting": config.setting,
         "task": config.task,
         "scheme": config.scheme,
+        "train_size": config.train_size,
         "learning_rate": config.learning_rate,
         "seed": config.seed,
-        "valid_accuracy": accuracy(trained.model, task, *validation_set(config)),
+        "valid_loss": validation_loss(trained.model, task, *valid),
+        "valid_accuracy": accuracy(trained.model, task, *valid),
         "final_loss": mean_final_loss(trained.losses, config.steps),
         "train_seconds": trained.seconds,
     }
 
 
-def choose_rates(runs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The chosen rate of every (setting, task, scheme) in ``runs`` (tuning records).
+Cell = tuple[str, str, str, int]  # (setting, task, scheme, train_size)
 
-    The highest mean validation accuracy over the tuning seeds wins; ties go to
-    the lower mean final loss, then to the smaller rate. Returns one
-    ``{"setting", "task", "scheme", "learning_rate", "valid_accuracy"}`` per
-    cell, in the order the cells first appear.
+
+def tune_cells(
+    cells: Sequence[Cell],
+    grid: Sequence[float],
+    tune_seeds: Sequence[int],
+    run: Callable[[list[tuple[Cell, float, int]]], list[dict[str, Any]]],
+    *,
+    max_rates: int = 8,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The chosen rate of every cell, and every tuning run's record.
+
+    ``run(jobs)`` trains one tuning run per ``(cell, rate, seed)`` job and
+    returns their records (``tune_one``'s) in the same order. A cell's score
+    at a rate is its mean ``valid_loss`` over ``tune_seeds`` (``None``, a
+    diverged run, when one is not finite). Returns ``(chosen, runs)``:
+    ``chosen`` holds one ``{"setting", "task", "scheme", "train_size",
+    "learning_rate", "rates", "scores", "valid_accuracy", "bracketed"}`` per
+    cell, in the order of ``cells`` (``rates`` sorted, ``scores`` one per rate,
+    ``valid_accuracy`` the chosen rate's mean).
     """
-    cells: dict[tuple[str, str, str], dict[float, list[dict[str, Any]]]] = {}
-    for run in runs:
-        key = (run["setting"], run["task"], run["scheme"])
-        cells.setdefault(key, {}).setdefault(run["learning_rate"], []).append(run)
-    chosen = []
-    for (setting, task, scheme), by_rate in cells.items():
-        scores = {
-            rate: (
-                statistics.fmean(r["valid_accuracy"] for r in mine),
-                statistics.fmean(r["final_loss"] for r in mine),
+    seeds = list(tune_seeds)
+    if not seeds:
+        raise ValueError(f"tune_seeds must hold at least one seed, got {seeds!r}")
+    runs: list[dict[str, Any]] = []
+    accuracy_at: dict[tuple[Hashable, float], float] = {}
+
+    def measure(jobs: list[tuple[Hashable, float]]) -> list[float | None]:
+        records = run([(cell, rate, seed) for cell, rate in jobs for seed in seeds])
+        runs.extend(records)
+        scores: list[float | None] = []
+        for index, (cell, rate) in enumerate(jobs):
+            mine = records[index * len(seeds) : (index + 1) * len(seeds)]
+            accuracy_at[cell, rate] = statistics.fmean(
+                r["valid_accuracy"] for r in mine
             )
-            for rate, mine in by_rate.items()
+            losses = [r["valid_loss"] for r in mine]
+            finite = all(math.isfinite(x) for x in losses)
+            scores.append(statistics.fmean(losses) if finite else None)
+        return scores
+
+    curves = tune_rates(list(cells), grid, measure, max_rates=max_rates)
+    chosen = [
+        {
+            "setting": cell[0],
+            "task": cell[1],
+            "scheme": cell[2],
+            "train_size": cell[3],
+            "learning_rate": curves[cell]["chosen"],
+            "rates": curves[cell]["rates"],
+            "scores": curves[cell]["scores"],
+            "valid_accuracy": accuracy_at[cell, curves[cell]["chosen"]],
+            "bracketed": curves[cell]["bracketed"],
         }
-        best = min(scores, key=lambda rate: (-scores[rate][0], scores[rate][1], rate))
-        chosen.append(
-            {
-                "setting": setting,
-                "task": task,
-                "scheme": scheme,
-                "learning_rate": best,
-                "valid_accuracy": scores[best][0],
-            }
-        )
-    return chosen
+        for cell in cells
+    ]
+    return chosen, runs
 
 
-__all__ = ["choose_rates", "mean_final_loss", "tune_one", "validation_set"]
+__all__ = [
+    "mean_final_loss",
+    "tune_cells",
+    "tune_one",
+    "validation_loss",
+    "validation_set",
+]

@@ -9,7 +9,7 @@ byte) or masked (DeBERTa's objective), with the experiments' ``TinyModel``
 on non-overlapping windows of the test split, with bits per byte and the loss
 at every position of the window (``train``). Each scheme's learning rate is
 tuned on validation text at ``L`` over a grid extended until it brackets the
-best rate (``tuning``); ``alignment`` reads the loss at closing brackets and
+best rate (``experiments.rate_grid``); ``alignment`` reads the loss at closing brackets and
 quotes by their opener's distance, inside and beyond ``L``; ``gradients``
 measures where a positional and a content objective's gradients meet
 (``python -m relpos.book.text.gradients``); ``verdicts`` turns the results into
@@ -44,7 +44,7 @@ from .corpus import (
 from .lm import MASK, language_model, mask_bytes, token_losses
 from .sweep import merge_results, run_text_sweep, summarize_text
 from .train import evaluate_length, evaluate_text, run_text, train_text, tune_text
-from .tuning import tune_rates
+from ..experiments.rate_grid import tune_rates
 
 __all__ = [
     "KINDS",

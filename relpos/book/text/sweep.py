@@ -1,7 +1,7 @@
 """A text sweep: each (setting, scheme, seed) tuned, trained at ``L``, measured beyond.
 
 :func:`run_text_sweep` builds the corpus, tunes the learning rate of every
-(setting, scheme) on validation text at ``L`` (``tuning.tune_rates``: a grid
+(setting, scheme) on validation text at ``L`` (``experiments.rate_grid.tune_rates``: a grid
 extended until its best rate is bracketed), trains every seed at the chosen
 rate and evaluates it on the test split at every length. Runs go to the
 experiments' executors (``open_engine``: local processes or Dask, one torch
@@ -53,7 +53,7 @@ from ..experiments.sweep import check_tune_seeds, machine_info
 from .config import SETTINGS, TextConfig
 from .corpus import stdlib_corpus
 from .train import run_text, tune_text
-from .tuning import tune_rates
+from ..experiments.rate_grid import tune_rates
 
 #: The JSON schema of a text sweep.
 TEXT_SCHEMA = 1

@@ -1,8 +1,10 @@
-"""A learning rate per (setting, scheme) from a log-spaced grid that brackets the best.
+"""A learning rate per cell from a log-spaced grid that brackets the best.
 
-Each (setting, scheme) trains once per rate of the grid and per tuning seed and
-is measured on validation windows of the training length (bits per byte,
-``train.tune_text``; the test split is never read). A best rate at an edge of
+A cell (a (setting, task, scheme, training size) of a sweep, or a (setting,
+scheme) of the language models) trains once per rate of the grid and per
+tuning seed and is scored on validation data of the training length (lower is
+better: a validation loss, or bits per byte; the test data is never read). A
+best rate at an edge of
 the grid is no optimum: the grid is then extended past that edge by its own
 log step (the geometric mean ratio of neighbouring rates: ``1e-3, 3.16e-3,
 1e-2`` extends to ``3.16e-2, 1e-1, ...`` or ``3.16e-4, ...``), one rate at a time,

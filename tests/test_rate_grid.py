@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from relpos.book.text.tuning import grid_step, is_bracketed, tune_rates
+from relpos.book.experiments.rate_grid import grid_step, is_bracketed, tune_rates
 
 GRID = [1e-3, 3.16e-3, 1e-2]
 
