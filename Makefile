@@ -133,8 +133,10 @@ sweeps: $(TEST_ENV)
 # most 6 rates); ten measured seeds, each cell's mean with its bootstrap interval.
 # `relative` at 32 and 512 training sequences (the data the schemes need), `far`
 # and `absolute` at 512 (what the schemes can represent, and where they hold
-# beyond L). The schemes: the three absolute ones, T5, rotary, DeBERTa and
-# DeBERTa with log buckets. Wall time on two workers: see each file's own.
+# beyond L), with the three absolute schemes, T5, rotary, DeBERTa and DeBERTa
+# with log buckets; then the causal decoder, two layers on `far`, and DeBERTa's
+# ablation, each with the schemes of its sweep above. Wall time on two workers:
+# each file records its own.
 SCHEMES_SEEDS := none,absolute,sinusoidal,t5,rotary,deberta,deberta-buckets
 PROTOCOL := $(EXPERIMENTS) --schemes $(SCHEMES_SEEDS) --seeds 0,1,2,3,4,5,6,7,8,9 \
 	--learning-rates 1e-3,3.16e-3,1e-2 --tune-seeds 100,101 --max-rates 6
@@ -144,6 +146,13 @@ seed-sweeps: $(TEST_ENV)
 	  --output $(RESULTS)/seeds_relative.json --plot $(RESULTS)/seeds_relative.png
 	$(PROTOCOL) --tasks far,absolute --train-sizes 512 \
 	  --output $(RESULTS)/seeds_far.json --plot $(RESULTS)/seeds_far.png
+	$(PROTOCOL) --settings causal --tasks relative,absolute,far \
+	  --schemes $(SCHEMES_CAUSAL) --train-sizes 512 \
+	  --output $(RESULTS)/seeds_causal.json --plot $(RESULTS)/seeds_causal.png
+	$(PROTOCOL) --layers 2 --tasks far --schemes $(SCHEMES_LAYERS) --train-sizes 512 \
+	  --output $(RESULTS)/seeds_layers.json --plot $(RESULTS)/seeds_layers.png
+	$(PROTOCOL) --tasks relative --schemes $(SCHEMES_ABLATION) --train-sizes 8,32,128 \
+	  --output $(RESULTS)/seeds_ablation.json --plot $(RESULTS)/seeds_ablation.png
 
 # The language models on the Python standard library's docstrings
 # (relpos/book/results/text_*.json): every scheme of the main sweep plus FIRE and

@@ -104,3 +104,24 @@ def test_sweep_figures_refuse_other_json() -> None:
         plot.accuracy_grid({"schema": 1})
     with pytest.raises(ValueError, match="schemes must be drawn"):
         plot.accuracy_grid(result(), schemes=["c"])
+
+
+def test_seed_figures_draw_each_cells_interval_when_the_sweep_has_one() -> None:
+    data = result()
+    for row in data["summary"]:
+        row["interval"] = [row["mean"] - 0.05, row["mean"] + 0.04]
+    cells = {(r["scheme"], r["train_size"], r["length"]): r for r in data["summary"]}
+    fig = plot.seed_points(data, task="relative", schemes=SCHEMES, train_sizes=[4])
+    bars = [ln for ln in fig.axes[0].lines if ln.get_label() == "95% interval"]
+    assert [ln.get_xdata().tolist() for ln in bars] == [
+        pytest.approx(cells[m, 4, 8]["interval"]) for m in SCHEMES
+    ]
+    fig = plot.data_efficiency(data)
+    bars = [ln for ln in fig.axes[1].lines if ln.get_label() == "95% interval"]
+    assert [ln.get_ydata().tolist() for ln in bars] == [
+        pytest.approx(cells["b", s, 8]["interval"]) for s in SIZES
+    ]
+    labelled(fig)
+    # schema 2 rows have no interval: nothing drawn
+    fig = plot.data_efficiency(result())
+    assert not [ln for ln in fig.axes[1].lines if ln.get_label() == "95% interval"]

@@ -129,7 +129,7 @@ def mean_scores(model: TinyModel, tokens: torch.Tensor) -> AttentionScores:
 
     Shapes:
         tokens: ``(b, n)``
-        output: ``AttentionScores`` of ``(1, h, n, n)`` tensors 
+        output: ``AttentionScores`` of ``(1, h, n, n)`` tensors
     """
     found = relative_table(model)
     if found is None:
@@ -145,7 +145,7 @@ def mean_scores(model: TinyModel, tokens: torch.Tensor) -> AttentionScores:
         # the first layer is the decoder: its first pass reads absolute positions
         query_states = hidden + encoder.positions(hidden.shape[1])  # (b, n, hidden)
     _, scores = encoder.layers[0].attention(
-        hidden, table, None, query_states=query_states, return_scores=True
+        hidden, rel_embeddings=table, query_states=query_states, return_scores=True
     )
     return AttentionScores(
         *(None if term is None else term.mean(0, keepdim=True) for term in scores)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any, Callable, Hashable, Sequence
+from typing import Any, Callable, Hashable, Iterable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -158,7 +158,18 @@ def tune_cells(
     return chosen, runs
 
 
+def interior_share(results: Iterable[dict[str, Any]]) -> tuple[int, int]:
+    """How many tuned cells of the sweeps ``results`` chose a rate inside their grid.
+
+    Shapes:
+        output: ``(bracketed, cells)``, over every ``tuning.chosen`` entry
+    """
+    cells = [c for result in results for c in result["tuning"]["chosen"]]
+    return sum(bool(c.get("bracketed")) for c in cells), len(cells)
+
+
 __all__ = [
+    "interior_share",
     "mean_final_loss",
     "tune_cells",
     "tune_one",

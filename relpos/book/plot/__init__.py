@@ -18,6 +18,7 @@ One module per idea, every figure importable from here (``plot.index_heatmap``):
 - ``landscape``: what each relative scheme adds to a logit against ``i - j``;
 - ``text``: the language models on real text: bits per byte by length and by
   position, the tuned learning rates;
+- ``tuning``: a sweep's learning rates, every tuned cell's validation curve;
 - ``_style``: the labelled heatmap, the written matrix and the markers they share.
 
 Shape legend:
@@ -39,8 +40,10 @@ from .seeds import accuracy_grid, band_profiles, data_efficiency, seed_points
 from .streams import disentangled_streams
 from .sweep import experiment_sweep, table_bands
 from .text import bits_by_length, loss_by_position, tuning_curves
+from .tuning import rate_curves
 
 __all__ = [
+    "rate_curves",
     "relative_position_matrix",
     "index_heatmap",
     "row_similarity",

@@ -4,9 +4,10 @@
   cell shows the mean over the seeds and, under it, the lowest and highest seed.
 - :func:`data_efficiency`: small multiples, one panel per (task, scheme);
   accuracy at one length against the number of training sequences, one dot per
-  seed and a line through the means.
-- :func:`seed_points`: one panel per training-set size; one column of dots per
-  scheme (an ablation, for example).
+  seed, a line through the means and, where the sweep gives one (schema 3),
+  the 95% bootstrap interval of each mean as a thick pale bar.
+- :func:`seed_points`: one panel per training-set size; one row of dots per
+  scheme (an ablation, for example), a tick at the mean and the interval.
 - :func:`band_profiles`: the mean cosine of table rows ``o`` apart, before and
   after training, per scheme and task.
 
@@ -57,6 +58,17 @@ def _setting(result: Result, setting: str | None) -> str:
     if setting is None:
         return settings[0]
     return _pick("setting", [setting], settings)[0]
+
+
+def _interval(ax: Any, cell: dict[str, Any], *, at: float, vertical: bool) -> None:
+    """The cell's bootstrap interval as a thick pale line (none in schema 2)."""
+    interval = cell.get("interval")
+    if interval is None:
+        return
+    along, across = [at, at], list(interval)
+    xs, ys = (along, across) if vertical else (across, along)
+    ax.plot(xs, ys, color="C1", alpha=0.35, linewidth=5, solid_capstyle="butt",
+            label="95% interval")
 
 
 def accuracy_grid(
@@ -165,6 +177,7 @@ def data_efficiency(
                 if (setting, task, scheme, s, length) in cells
             ]
             for s, cell in found:
+                _interval(ax, cell, at=s, vertical=True)
                 ax.scatter([s] * len(cell["values"]), cell["values"], s=7, color="C0")
             ax.plot([s for s, _ in found], [c["mean"] for _, c in found], color="C1")
             ax.axhline(chance, color="grey", linestyle="--", linewidth=0.7)
@@ -180,7 +193,7 @@ def data_efficiency(
                 ax.set_xlabel("training seqs", fontsize=6)
     fig.suptitle(
         f"{setting}: accuracy at n = {length} by training sequences; dots are seeds, "
-        "the line their mean, dashed chance",
+        "the line their mean, pale bars 95% intervals, dashed chance",
         fontsize=8,
     )
     fig.tight_layout(rect=(0, 0, 1, 0.94), pad=0.4)
@@ -219,6 +232,7 @@ def seed_points(
             cell = cells.get((setting, task, scheme, size, length))
             if cell is None:
                 continue
+            _interval(ax, cell, at=a, vertical=False)
             ax.scatter(cell["values"], [a] * len(cell["values"]), s=12, color="C0")
             ax.plot([cell["mean"]] * 2, [a - 0.3, a + 0.3], color="C1")
         ax.axvline(
@@ -232,7 +246,8 @@ def seed_points(
         ax.tick_params(labelsize=8)
     axes[0].set_ylabel("scheme")
     fig.suptitle(
-        f"{task}, {setting}: one dot per seed, a bar at the mean, dashed chance",
+        f"{task}, {setting}: one dot per seed, a tick at the mean, a pale bar its "
+        "95% interval, dashed chance",
         fontsize=9,
     )
     fig.tight_layout(rect=(0, 0, 1, 0.92))
