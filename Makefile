@@ -17,7 +17,7 @@ TEST_ENV := $(VENV)/.installed-test
 # Where `make lock` finds torch's CPU wheels (overridable, e.g. with --find-links DIR).
 TORCH_CPU ?= --extra-index-url https://download.pytorch.org/whl/cpu
 
-.PHONY: book student-site student-pdf test unit unit-slow unit-grading unit-fast notebooks site colab clean env student pdf lock sweeps seed-sweeps text-sweeps slides
+.PHONY: book student-site student-pdf test unit unit-slow unit-grading unit-fast notebooks site colab clean env student pdf lock sweeps text-sweeps slides
 
 env: $(TEST_ENV)
 
@@ -89,10 +89,18 @@ colab: $(TEST_ENV)
 
 
 # The trained sweeps the book reads (relpos/book/results/sweep*.json), one command
-# each. Every finished run is a record in .sweep-runs/, so an interrupted
-# `make sweeps` resumes where it stopped, and a run that two sweeps share trains
-# once. Runs go to one process per core (--workers); see the README for a cluster.
+# each, under one protocol (sweep schema 3): every (setting, task, scheme,
+# training size) tunes its own learning rate on two tuning seeds (100, 101), kept
+# apart from the ten measured seeds, over a log-spaced grid extended one step past
+# an edge holding the best validation loss until the best is interior (at most 6
+# rates); each cell's mean comes with its 95% bootstrap interval over the seeds.
+# Every finished run is a record in .sweep-runs/, so an interrupted `make sweeps`
+# resumes where it stopped, and a run that two sweeps share trains once. Runs go
+# to one process per core (--workers); see the README for a cluster. Wall time on
+# two workers: each file records its own (`wall_seconds`).
 EXPERIMENTS := $(BIN)/python -m relpos.book.experiments --runs-dir .sweep-runs --quiet
+PROTOCOL := $(EXPERIMENTS) --seeds 0,1,2,3,4,5,6,7,8,9 \
+	--learning-rates 1e-3,3.16e-3,1e-2 --tune-seeds 100,101 --max-rates 6
 RESULTS := relpos/book/results
 SCHEMES_MAIN := none,absolute,sinusoidal,shaw,transformer_xl,t5,alibi,rotary,deberta,$\
 	deberta-buckets,deberta-emd
@@ -104,55 +112,24 @@ SCHEMES_ABLATION := deberta,deberta-c2p,deberta-p2c,deberta-no-norm,$\
 	deberta-separate-keys,shaw,shaw-keys
 
 sweeps: $(TEST_ENV)
-	$(EXPERIMENTS) --tasks relative,absolute,far --schemes $(SCHEMES_MAIN) \
-	  --train-sizes 8,32,512 --tune-seeds 100 --output $(RESULTS)/sweep.json \
-	  --plot $(RESULTS)/sweep.png
-	$(EXPERIMENTS) --tasks relative --schemes $(SCHEMES_ABLATION) \
-	  --train-sizes 8,32,128 --tune-seeds 100 --output $(RESULTS)/sweep_ablation.json \
-	  --plot $(RESULTS)/sweep_ablation.png
-	$(EXPERIMENTS) --tasks absolute --schemes shaw,shaw-keys --train-sizes 512 \
-	  --tune-seeds 100 --output $(RESULTS)/sweep_values.json \
-	  --plot $(RESULTS)/sweep_values.png
-	$(EXPERIMENTS) --tasks relative,window --schemes deberta,deberta-sinusoidal \
-	  --train-sizes 32,512 --tune-seeds 100 --output $(RESULTS)/sweep_band.json \
-	  --plot $(RESULTS)/sweep_band.png
-	$(EXPERIMENTS) --settings causal --tasks relative,absolute,far \
-	  --schemes $(SCHEMES_CAUSAL) --train-sizes 512 --tune-seeds 100 \
-	  --output $(RESULTS)/sweep_causal.json \
-	  --plot $(RESULTS)/sweep_causal.png
-	$(EXPERIMENTS) --layers 2 --tasks far --schemes $(SCHEMES_LAYERS) \
-	  --train-sizes 512 --tune-seeds 100 --output $(RESULTS)/sweep_layers.json \
-	  --plot $(RESULTS)/sweep_layers.png
-	# the trained tables of chapter 3's interactive figure (about 40 s)
-	$(BIN)/python -m relpos.book.interactive
-
-# The ten-seed sweeps behind the headline verdicts of chapters 9 and 10, under the
-# tuning protocol of schema 3: every (task, scheme, training size) tunes its own
-# rate on two tuning seeds (100, 101) from a log-spaced grid, extended one step
-# past an edge holding the best validation loss until the best is interior (at
-# most 6 rates); ten measured seeds, each cell's mean with its bootstrap interval.
-# `relative` at 32 and 512 training sequences (the data the schemes need), `far`
-# and `absolute` at 512 (what the schemes can represent, and where they hold
-# beyond L), with the three absolute schemes, T5, rotary, DeBERTa and DeBERTa
-# with log buckets; then the causal decoder, two layers on `far`, and DeBERTa's
-# ablation, each with the schemes of its sweep above. Wall time on two workers:
-# each file records its own.
-SCHEMES_SEEDS := none,absolute,sinusoidal,t5,rotary,deberta,deberta-buckets
-PROTOCOL := $(EXPERIMENTS) --schemes $(SCHEMES_SEEDS) --seeds 0,1,2,3,4,5,6,7,8,9 \
-	--learning-rates 1e-3,3.16e-3,1e-2 --tune-seeds 100,101 --max-rates 6
-
-seed-sweeps: $(TEST_ENV)
-	$(PROTOCOL) --tasks relative --train-sizes 32,512 \
-	  --output $(RESULTS)/seeds_relative.json --plot $(RESULTS)/seeds_relative.png
-	$(PROTOCOL) --tasks far,absolute --train-sizes 512 \
-	  --output $(RESULTS)/seeds_far.json --plot $(RESULTS)/seeds_far.png
+	$(PROTOCOL) --tasks relative,absolute,far --schemes $(SCHEMES_MAIN) \
+	  --train-sizes 32,512 --output $(RESULTS)/sweep.json --plot $(RESULTS)/sweep.png
 	$(PROTOCOL) --settings causal --tasks relative,absolute,far \
 	  --schemes $(SCHEMES_CAUSAL) --train-sizes 512 \
-	  --output $(RESULTS)/seeds_causal.json --plot $(RESULTS)/seeds_causal.png
-	$(PROTOCOL) --layers 2 --tasks far --schemes $(SCHEMES_LAYERS) --train-sizes 512 \
-	  --output $(RESULTS)/seeds_layers.json --plot $(RESULTS)/seeds_layers.png
-	$(PROTOCOL) --tasks relative --schemes $(SCHEMES_ABLATION) --train-sizes 8,32,128 \
-	  --output $(RESULTS)/seeds_ablation.json --plot $(RESULTS)/seeds_ablation.png
+	  --output $(RESULTS)/sweep_causal.json --plot $(RESULTS)/sweep_causal.png
+	$(PROTOCOL) --tasks relative --schemes $(SCHEMES_ABLATION) \
+	  --train-sizes 8,32,128 --output $(RESULTS)/sweep_ablation.json \
+	  --plot $(RESULTS)/sweep_ablation.png
+	$(PROTOCOL) --layers 2 --tasks far --schemes $(SCHEMES_LAYERS) \
+	  --train-sizes 512 --output $(RESULTS)/sweep_layers.json \
+	  --plot $(RESULTS)/sweep_layers.png
+	$(PROTOCOL) --tasks relative,window --schemes deberta,deberta-sinusoidal \
+	  --train-sizes 32,512 --output $(RESULTS)/sweep_band.json \
+	  --plot $(RESULTS)/sweep_band.png
+	$(PROTOCOL) --tasks absolute --schemes shaw,shaw-keys --train-sizes 512 \
+	  --output $(RESULTS)/sweep_values.json --plot $(RESULTS)/sweep_values.png
+	# the trained tables of chapter 3's interactive figure (about 40 s)
+	$(BIN)/python -m relpos.book.interactive
 
 # The language models on the Python standard library's docstrings
 # (relpos/book/results/text_*.json): every scheme of the main sweep plus FIRE and
