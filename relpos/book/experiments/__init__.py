@@ -97,7 +97,7 @@ from .equivariance import (
     reversal_bound,
     reversal_gap,
 )
-from .shared_entries import shared_distances, shared_entry_bound
+from .shared_entries import entry_functions, shared_distances, shared_entry_bound
 
 __all__ = [
     "unseen_margin",
@@ -168,6 +168,7 @@ __all__ = [
     "loss_optimal_accuracy",
     "no_token_preferred",
     "permutation_bound",
+    "entry_functions",
     "shared_distances",
     "shared_entry_bound",
     "permutation_gap",

@@ -41,11 +41,13 @@ Shapes:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 
 import torch
 
+import relpos
+from relpos import schemes
 from relpos.checks import check_bool, check_int
 from .equivariance import expected_max_shares
 from .tasks import Task, get_task
@@ -91,6 +93,34 @@ def shared_distances(
     return [d for d in distances[same].tolist() if d != 0]
 
 
+def entry_functions(
+    config: Mapping[str, int], causal: bool = False
+) -> dict[str, EntryOf]:
+    """The entry each windowed scheme reads per distance, for a sweep's ``config``.
+
+    ``deberta`` and ``shaw`` clip at ``max_relative_positions``,
+    ``deberta-buckets`` takes ``position_buckets`` log buckets a side to
+    ``bucket_max_position``, T5 twice that many buckets to ``t5_max_distance``
+    (all behind the query when ``causal``).
+
+    Shapes:
+        each function: distances ``(d,)`` -> entries ``(d,)``
+    """
+    k, per_side = config["max_relative_positions"], config["position_buckets"]
+    reach, t5_reach = config["bucket_max_position"], config["t5_max_distance"]
+    causal = check_bool("causal", causal)
+    return {
+        "deberta": lambda d: relpos.position_index(d, max_relative_positions=k),
+        "shaw": lambda d: schemes.shaw_index(d, k),
+        "deberta-buckets": lambda d: relpos.position_index(
+            d, max_relative_positions=reach, position_buckets=per_side
+        ),
+        "t5": lambda d: schemes.t5_bucket(
+            d, num_buckets=2 * per_side, max_distance=t5_reach, bidirectional=not causal
+        ),
+    }
+
+
 def shared_entry_bound(task: Task | str, n: int, shared: Iterable[int]) -> float:
     """The best scored accuracy of one such layer on a shift task, exact.
 
@@ -118,4 +148,4 @@ def shared_entry_bound(task: Task | str, n: int, shared: Iterable[int]) -> float
     return sum(shares[m] for m in keys) / len(keys)
 
 
-__all__ = ["EntryOf", "shared_distances", "shared_entry_bound"]
+__all__ = ["EntryOf", "entry_functions", "shared_distances", "shared_entry_bound"]

@@ -17,7 +17,8 @@ a record::
 the schema (ValueError naming the field); :func:`load_ledger` reads and checks
 the file, every ``evidence.file`` among the committed results and every key a
 top-level key of it; :func:`verdict_rows` gives the rows of a verdict table
-(the seed claims', a chapter's, or chosen records'); :func:`disagreements`
+(the seed claims', a chapter's, or chosen records') and :func:`verdict_table`
+renders them in Markdown; :func:`disagreements`
 lists the verdicts a chapter states that the ledger does not hold.
 :func:`relative_verdict` is the verdict of a claim made for relative positions
 as one thing, from which of :data:`RELATIVE_SCHEMES` pass.
@@ -214,6 +215,26 @@ def verdict_rows(
     ]
 
 
+def verdict_table(
+    rows: list[dict[str, Any]], columns: Sequence[str] = ("claim", "verdict", "seeds")
+) -> str:
+    """``rows`` (from :func:`verdict_rows`) as a Markdown table of ``columns``.
+
+    The verdict is set in bold, a record id as code; a ``|`` inside a cell is
+    escaped.
+    """
+    if not rows or any(c not in rows[0] for c in columns):
+        raise ValueError(f"columns must be keys of the rows, got {list(columns)}")
+
+    def cell(name: str, value: Any) -> str:
+        text = str(value).replace("|", "\\|")
+        return {"verdict": f"**{text}**", "id": f"`{text}`"}.get(name, text)
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(c, row[c]) for c in columns) + " |" for row in rows]
+    return "\n".join(lines)
+
+
 def disagreements(
     stated: Mapping[str, str], records: list[dict[str, Any]] | None = None
 ) -> list[str]:
@@ -252,4 +273,5 @@ __all__ = [
     "load_ledger",
     "relative_verdict",
     "verdict_rows",
+    "verdict_table",
 ]

@@ -19,8 +19,8 @@ from relpos import schemes
 
 from ...results.ledger import RELATIVE_SCHEMES, relative_verdict
 from ..equivariance import permutation_bound, reversal_bound
-from ..shared_entries import shared_distances, shared_entry_bound
-from .chapter9 import entry_bound, length_of, windowed_entries
+from ..shared_entries import entry_functions, shared_distances, shared_entry_bound
+from .chapter9 import entry_bound, length_of
 from .rules import (
     ABOVE_CHANCE,
     FIT,
@@ -369,8 +369,8 @@ def causal_t5_why(s: Sweeps) -> dict[str, Any]:
     config = s(CAUSAL)["config"]
     buckets = 2 * config["position_buckets"]
     behind = torch.arange(0, config["train_length"])  # (L,)
-    causal = windowed_entries(config, causal=True)["t5"](behind)  # (L,)
-    encoder = windowed_entries(config)["t5"](behind)  # (L,)
+    causal = entry_functions(config, causal=True)["t5"](behind)  # (L,)
+    encoder = entry_functions(config)["t5"](behind)  # (L,)
     return make_record(
         "causal-t5-why", CHAPTER,
         "Causal T5 holds `relative` because all its buckets lie behind the query, "
@@ -553,7 +553,7 @@ def causal_t5_best(s: Sweeps) -> dict[str, Any]:
 def causal_t5_far_bound(s: Sweeps) -> dict[str, Any]:
     lengths = s(CAUSAL)["config"]["test_lengths"]
     target = s(CAUSAL)["tasks"]["far"]["param"]
-    entry_of = windowed_entries(s(CAUSAL)["config"], causal=True)["t5"]
+    entry_of = entry_functions(s(CAUSAL)["config"], causal=True)["t5"]
     shared = shared_distances(entry_of, target, lengths[0], causal=True)
     bounds = {n: entry_bound(s, CAUSAL, "t5", "far", n) for n in lengths}
     kept = all(under_bound(s.values(CAUSAL, "far", "t5", n), bounds[n],

@@ -15,11 +15,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-import relpos
-from relpos import schemes
-
 from ..schemes import SinusoidalPositions
-from ..shared_entries import EntryOf, shared_distances, shared_entry_bound
+from ..shared_entries import entry_functions, shared_distances, shared_entry_bound
 from .rules import (
     ABOVE_CHANCE,
     FALL,
@@ -78,23 +75,6 @@ def weakest(s: Sweeps, name: str, task: str, group: tuple[str, ...],
     return s.values(name, task, scheme, n)
 
 
-def windowed_entries(config: dict[str, Any], causal: bool = False) -> dict[str, EntryOf]:
-    """The entry each windowed scheme of a sweep's ``config`` reads per distance."""
-    k, per_side = config["max_relative_positions"], config["position_buckets"]
-    reach, t5_reach = config["bucket_max_position"], config["t5_max_distance"]
-    return {
-        "deberta": lambda d: relpos.position_index(d, max_relative_positions=k),
-        "shaw": lambda d: schemes.shaw_index(d, k),
-        "deberta-buckets": lambda d: relpos.position_index(
-            d, max_relative_positions=reach, position_buckets=per_side
-        ),
-        "t5": lambda d: schemes.t5_bucket(
-            d, num_buckets=2 * per_side, max_distance=t5_reach,
-            bidirectional=not causal,
-        ),
-    }
-
-
 def entry_bound(s: Sweeps, name: str, scheme: str, task: str, n: int) -> float:
     """The shared-entry bound of a one-layer windowed scheme of sweep ``name``."""
     result = s(name)
@@ -102,7 +82,7 @@ def entry_bound(s: Sweeps, name: str, scheme: str, task: str, n: int) -> float:
         raise ValueError(f"{name}: the shared-entry bound holds for one layer, the "
                          f"sweep has {result['config']['num_layers']}")
     causal = result["grid"]["setting"][0] == "causal"
-    entry_of = windowed_entries(result["config"], causal)[scheme]
+    entry_of = entry_functions(result["config"], causal)[scheme]
     target = result["tasks"][task]["param"]
     return shared_entry_bound(task, n, shared_distances(entry_of, target, n,
                                                         causal=causal))
@@ -404,5 +384,4 @@ __all__ = [
     "first_untrained",
     "length_of",
     "weakest",
-    "windowed_entries",
 ]
