@@ -1,4 +1,4 @@
-"""Chapters 9 and 10 state only verdicts the ledger holds, and cite every record of theirs.
+"""Chapters 9 and 10 state only verdicts the ledger holds, and cite each of theirs.
 
 A paragraph that states a trained verdict is followed by a hidden cell (tagged
 ``remove-cell``) with ``assert not ledger.disagreements({"record-id": "verdict",

@@ -1,4 +1,4 @@
-"""One attention layer cannot tell apart keys that read one position entry, and the bound.
+"""One attention layer cannot tell apart keys that read one position entry: the bound.
 
 The bound of ``shared_entries`` rests on one fact: in one layer whose position
 term reads an entry of ``i - j`` (a clipped row, a bucket, nothing), swapping the
@@ -44,7 +44,9 @@ def swapped_change(config: Config, query: int, a: int, b: int) -> float:
         ("none", "causal", (3, 17), None),  # every earlier key: one (empty) entry
     ],
 )
-def test_a_swap_within_an_entry_leaves_the_query_unchanged(scheme, setting, same, other):
+def test_a_swap_within_an_entry_leaves_the_query_unchanged(
+    scheme, setting, same, other
+):
     config = Config(scheme=scheme, setting=setting, task="far")
     query = 20
     assert swapped_change(config, query, query - same[0], query - same[1]) < 1e-6

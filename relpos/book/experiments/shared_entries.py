@@ -129,6 +129,9 @@ def shared_entry_bound(task: Task | str, n: int, shared: Iterable[int]) -> float
     positions ``i = s .. n - 1`` of ``E[max_t c_t] / m_i``, with ``m_i`` the
     number of those distances whose key lies inside the sequence. The
     derivation: the module docstring.
+
+    Shapes:
+        shared: ``(d,)`` distances ``i - j``; output: a float in ``[0, 1]``
     """
     task = get_task(task) if isinstance(task, str) else task
     if not isinstance(task, Task):

@@ -1,4 +1,4 @@
-"""The ledger, written from the results: every rule module's records into ``claims.json``.
+"""The ledger, written from the results: each rule module's records in ``claims.json``.
 
 ``python -m relpos.book.results`` runs it after any sweep. Each module of
 :data:`SOURCES` has ``records(folder) -> [record, ...]``, computed by rules from

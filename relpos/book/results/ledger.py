@@ -190,6 +190,9 @@ def verdict_rows(
     every record of that chapter, in the ledger's order; with ``ids``: those
     records, in that order. Those rows hold ``id``, ``claim`` (the sentence),
     ``verdict``, ``seeds``, ``mechanism`` and ``evidence``.
+
+    Shapes:
+        output: one dict per row
     """
     if chapter is not None and ids is not None:
         raise ValueError("verdict_rows takes chapter or ids, not both")
@@ -222,6 +225,9 @@ def verdict_table(
 
     The verdict is set in bold, a record id as code; a ``|`` inside a cell is
     escaped.
+
+    Shapes:
+        rows: one dict per row; output: the table's lines joined by newlines
     """
     if not rows or any(c not in rows[0] for c in columns):
         raise ValueError(f"columns must be keys of the rows, got {list(columns)}")
@@ -231,7 +237,8 @@ def verdict_table(
         return {"verdict": f"**{text}**", "id": f"`{text}`"}.get(name, text)
 
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cell(c, row[c]) for c in columns) + " |" for row in rows]
+    for row in rows:
+        lines.append("| " + " | ".join(cell(c, row[c]) for c in columns) + " |")
     return "\n".join(lines)
 
 
@@ -244,6 +251,9 @@ def disagreements(
     ``assert not disagreements({"id": "holds", ...})``; ``records`` defaults to
     the ledger itself. An id the ledger lacks, or a verdict outside
     :data:`VERDICTS`, raises ValueError.
+
+    Shapes:
+        output: one line per disagreement
     """
     records = load_ledger() if records is None else records
     by_id = {r["id"]: r for r in records}

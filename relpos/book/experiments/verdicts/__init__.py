@@ -1,4 +1,4 @@
-"""Chapters 9 and 10's trained verdicts, judged on the sweeps by rules written down here.
+"""Chapters 9 and 10's trained verdicts, judged on the sweeps by rules written here.
 
 Every verdict those chapters state is a record of the ledger
 (``results/claims.json``), computed by one small function from the sweep JSONs

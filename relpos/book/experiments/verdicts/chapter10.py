@@ -28,7 +28,6 @@ from .rules import (
     SOLVED,
     Sweeps,
     combine,
-    length_verdict,
     make_record,
     percent,
     rule,
@@ -64,6 +63,7 @@ def _fewest(s: Sweeps, scheme: str) -> float:
 
 @rule
 def encoder_bounds(s: Sweeps) -> dict[str, Any]:
+    """``encoder-bounds``: the permutation and reversal bounds at L."""
     short = s.train_length(SWEEP)
     kept, parts = True, []
     for task in s(SWEEP)["grid"]["task"]:
@@ -93,6 +93,7 @@ def encoder_bounds(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def emd_absolute(s: Sweeps) -> dict[str, Any]:
+    """``emd-absolute``: the decoder on ``absolute`` at L and on ``relative``."""
     sizes = sorted(s(SWEEP)["grid"]["train_size"])
     at = {z: s.mean(SWEEP, "absolute", "deberta-emd", size=z) for z in sizes}
     solves = at[max(sizes)] >= SOLVED and s.mean(SWEEP, "absolute", "deberta") < FIT
@@ -114,6 +115,7 @@ def emd_absolute(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def emd_absolute_beyond_l(s: Sweeps) -> dict[str, Any]:
+    """``emd-absolute-beyond-l``: the length rule on ``absolute``."""
     short, long = s.train_length(SWEEP), s.longest(SWEEP)
     lengths = [n for n in s(SWEEP)["config"]["test_lengths"] if n > short]
     rows = {x: ", ".join(percent(s.mean(SWEEP, "absolute", x, n)) for n in lengths)
@@ -132,10 +134,12 @@ def emd_absolute_beyond_l(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def encoder_data_deberta(s: Sweeps) -> dict[str, Any]:
+    """``encoder-data-deberta``: the DeBERTa schemes' fewest sequences."""
     fewest = {x: _fewest(s, x) for x in s(SWEEP)["grid"]["scheme"]}
     others = [v for x, v in fewest.items() if x not in DEBERTA]
     fewer = max(fewest[x] for x in DEBERTA) < min(others)
     named = ", ".join(f"{x} {v:g}" for x, v in fewest.items())
+    least = min(s(SWEEP)["grid"]["train_size"])
     return make_record(
         "encoder-data-deberta", CHAPTER,
         "The DeBERTa schemes learn `relative` at L from fewer training sequences "
@@ -144,15 +148,17 @@ def encoder_data_deberta(s: Sweeps) -> dict[str, Any]:
         f"Fewest sequences reaching a mean of {percent(FIT)} at L: {named} (inf: "
         "none of the sizes).",
         (SWEEP, ["summary"]),
-        s.values(SWEEP, "relative", "deberta", size=min(s(SWEEP)["grid"]["train_size"])),
+        s.values(SWEEP, "relative", "deberta", size=least),
     )
 
 
 @rule
 def generalisation_data(s: Sweeps) -> dict[str, Any]:
+    """``generalisation-data``: chapter 1's first claim, relative schemes as one."""
     relative = _relative_schemes(s, SWEEP)
     baseline = _fewest(s, "absolute")
     passed = {x: _fewest(s, x) < baseline for x in relative}
+    least = min(s(SWEEP)["grid"]["train_size"])
     return make_record(
         "generalisation-data", CHAPTER,
         "Relative positions save data: every relative scheme learns `relative` at L "
@@ -162,12 +168,13 @@ def generalisation_data(s: Sweeps) -> dict[str, Any]:
         f"{', '.join(x for x in relative if passed[x]) or 'none'}; not: "
         f"{', '.join(x for x in relative if not passed[x]) or 'none'}.",
         (SWEEP, ["summary"]),
-        s.values(SWEEP, "relative", "deberta", size=min(s(SWEEP)["grid"]["train_size"])),
+        s.values(SWEEP, "relative", "deberta", size=least),
     )
 
 
 @rule
 def ablation_c2p(s: Sweeps) -> dict[str, Any]:
+    """``ablation-c2p``: c2p alone and p2c alone, seed by seed, with 8 sequences."""
     size = min(s(ABLATION)["grid"]["train_size"])
     c2p = s.values(ABLATION, "relative", "deberta-c2p", size=size)
     p2c = s.values(ABLATION, "relative", "deberta-p2c", size=size)
@@ -198,6 +205,7 @@ def ablation_c2p(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def ablation_shaw_values(s: Sweeps) -> dict[str, Any]:
+    """``ablation-shaw-values``: Shaw without its values against Shaw."""
     size = min(s(ABLATION)["grid"]["train_size"])
     keys = s.values(ABLATION, "relative", "shaw-keys", size=size)
     shaw = s.values(ABLATION, "relative", "shaw", size=size)
@@ -226,12 +234,15 @@ def _band(s: Sweeps, task: str, scheme: str, size: int) -> dict[str, list[float]
 
 @rule
 def band_sinusoidal_start(s: Sweeps) -> dict[str, Any]:
+    """``band-sinusoidal-start``: the trained band from both starts."""
     sizes = sorted(s(BAND)["grid"]["train_size"])
     same, no_help, parts = True, True, []
     for task in s(BAND)["grid"]["task"]:
         random_ = _band(s, task, "deberta", max(sizes))
         sines = _band(s, task, "deberta-sinusoidal", max(sizes))
-        after = (statistics.fmean(random_["trained"]), statistics.fmean(sines["trained"]))
+        after = (
+            statistics.fmean(random_["trained"]), statistics.fmean(sines["trained"])
+        )
         same &= abs(after[0] - after[1]) < BAND_SAME
         gain = (s.mean(BAND, task, "deberta-sinusoidal", size=min(sizes))
                 - s.mean(BAND, task, "deberta", size=min(sizes)))
@@ -259,6 +270,7 @@ def band_sinusoidal_start(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def length_flexibility(s: Sweeps) -> dict[str, Any]:
+    """``length-flexibility``: chapter 1's length claim, relative schemes as one."""
     long = s.longest(SWEEP)
     relative = _relative_schemes(s, SWEEP)
     verdicts = {x: length_of(s, x) for x in relative}
@@ -277,6 +289,7 @@ def length_flexibility(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def layers_t5(s: Sweeps) -> dict[str, Any]:
+    """``layers-t5``: T5 on ``far`` with two layers against one."""
     short = s.train_length(LAYERS)
     two = s.values(LAYERS, "far", "t5", short)
     one = s.values(SWEEP, "far", "t5", short)
@@ -296,6 +309,7 @@ def layers_t5(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def layers_deberta(s: Sweeps) -> dict[str, Any]:
+    """``layers-deberta``: the seeds of two-layer ``deberta`` that learn ``far``."""
     short = s.train_length(LAYERS)
     two = s.values(LAYERS, "far", "deberta", short)
     fits = sum(v >= FIT for v in two)
@@ -305,7 +319,8 @@ def layers_deberta(s: Sweeps) -> dict[str, Any]:
         "With a second layer, `deberta` learns `far` at L.",
         verdict,
         f"Two layers at L: {percent(two)} ({fits} of {len(two)} seeds reach "
-        f"{percent(FIT)}); at 2L: {percent(s.mean(LAYERS, 'far', 'deberta', 2 * short))}.",
+        f"{percent(FIT)}); at 2L: "
+        f"{percent(s.mean(LAYERS, 'far', 'deberta', 2 * short))}.",
         (LAYERS, ["summary"]),
         two,
     )
@@ -313,6 +328,7 @@ def layers_deberta(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def two_hop_path(s: Sweeps) -> dict[str, Any]:
+    """``two-hop-path``: the composition, inferred and never measured."""
     short = s.train_length(LAYERS)
     return make_record(
         "two-hop-path", CHAPTER,
@@ -330,6 +346,7 @@ def two_hop_path(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def layers_rotary(s: Sweeps) -> dict[str, Any]:
+    """``layers-rotary``: rotary at 2L with two layers against one."""
     at = 2 * s.train_length(LAYERS)
     one = s.values(SWEEP, "far", "rotary", at)
     two = s.values(LAYERS, "far", "rotary", at)
@@ -345,6 +362,7 @@ def layers_rotary(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def causal_t5_relative(s: Sweeps) -> dict[str, Any]:
+    """``causal-t5-relative``: causal T5's seeds against the encoder's."""
     long = s.longest(CAUSAL)
     causal = s.values(CAUSAL, "relative", "t5", long)
     encoder = s.values(SWEEP, "relative", "t5", long)
@@ -366,6 +384,7 @@ def causal_t5_relative(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def causal_t5_why(s: Sweeps) -> dict[str, Any]:
+    """``causal-t5-why``: the two candidate causes, neither isolated."""
     config = s(CAUSAL)["config"]
     buckets = 2 * config["position_buckets"]
     behind = torch.arange(0, config["train_length"])  # (L,)
@@ -388,6 +407,7 @@ def causal_t5_why(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def causal_rotary_far(s: Sweeps) -> dict[str, Any]:
+    """``causal-rotary-far``: causal rotary's seeds against the encoder's."""
     long = s.longest(CAUSAL)
     causal = s.values(CAUSAL, "far", "rotary", long)
     encoder = s.values(SWEEP, "far", "rotary", long)
@@ -405,6 +425,7 @@ def causal_rotary_far(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def causal_rotary_absolute(s: Sweeps) -> dict[str, Any]:
+    """``causal-rotary-absolute``: the length rule on both, causal."""
     short, long = s.train_length(CAUSAL), s.longest(CAUSAL)
     lengths = s(CAUSAL)["config"]["test_lengths"]
     group = ("rotary", "absolute")
@@ -425,6 +446,7 @@ def causal_rotary_absolute(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def causal_none_counts(s: Sweeps) -> dict[str, Any]:
+    """``causal-none-counts``: ``none`` on ``absolute`` at L and at the end."""
     short, long = s.train_length(CAUSAL), s.longest(CAUSAL)
     chance = s(CAUSAL)["tasks"]["absolute"]["chance"]
     at_l = s.values(CAUSAL, "absolute", "none", short)
@@ -446,6 +468,7 @@ def causal_none_counts(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def causal_none_bound(s: Sweeps) -> dict[str, Any]:
+    """``causal-none-bound``: the causal bag bound at every length."""
     if s(CAUSAL)["config"]["num_layers"] != 1:
         raise ValueError(f"{CAUSAL}: the causal bag bound holds for one layer")
     lengths = s(CAUSAL)["config"]["test_lengths"]
@@ -473,6 +496,7 @@ def causal_none_bound(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def causal_alibi_flat(s: Sweeps) -> dict[str, Any]:
+    """``causal-alibi-flat``: ALiBi's curve on ``relative``, and its slopes."""
     config = s(CAUSAL)["config"]
     lengths = config["test_lengths"]
     means = [s.mean(CAUSAL, "relative", "alibi", n) for n in lengths]
@@ -495,6 +519,7 @@ def causal_alibi_flat(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def causal_clipped(s: Sweeps) -> dict[str, Any]:
+    """``causal-clipped``: the length rule and the shared-entry bound, causal."""
     lengths = s(CAUSAL)["config"]["test_lengths"]
     group = ("deberta", "shaw")
     relative = combine([length_of(s, x, name=CAUSAL) for x in group])
@@ -526,11 +551,13 @@ def _best_published(s: Sweeps, task: str) -> str:
 
 
 def _shift_tasks(s: Sweeps) -> list[str]:
-    return [t for t in s(CAUSAL)["grid"]["task"] if s(CAUSAL)["tasks"][t]["kind"] == "shift"]
+    tasks = s(CAUSAL)["tasks"]
+    return [t for t in s(CAUSAL)["grid"]["task"] if tasks[t]["kind"] == "shift"]
 
 
 @rule
 def causal_t5_best(s: Sweeps) -> dict[str, Any]:
+    """``causal-t5-best``: the best published scheme at the end, per task."""
     long = s.longest(CAUSAL)
     best = {t: _best_published(s, t) for t in _shift_tasks(s)}
     wins = [t for t, x in best.items() if x == "t5"]
@@ -551,6 +578,7 @@ def causal_t5_best(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def causal_t5_far_bound(s: Sweeps) -> dict[str, Any]:
+    """``causal-t5-far-bound``: the bound of T5's causal bucket of 12."""
     lengths = s(CAUSAL)["config"]["test_lengths"]
     target = s(CAUSAL)["tasks"]["far"]["param"]
     entry_of = entry_functions(s(CAUSAL)["config"], causal=True)["t5"]
@@ -572,12 +600,14 @@ def causal_t5_far_bound(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def causal_none_best(s: Sweeps) -> dict[str, Any]:
+    """``causal-none-best``: where ``none`` ranks among the published schemes."""
     long = s.longest(CAUSAL)
     config = s(CAUSAL)["config"]
-    ranks = {
-        t: sorted(PUBLISHED, key=lambda x: -s.mean(CAUSAL, t, x, long)).index("none") + 1
-        for t in _shift_tasks(s)
-    }
+    def rank(task: str) -> int:
+        order = sorted(PUBLISHED, key=lambda x: -s.mean(CAUSAL, task, x, long))
+        return 1 + order.index("none")
+
+    ranks = {t: rank(t) for t in _shift_tasks(s)}
     wins = [t for t, r in ranks.items() if r == 1]
     verdict = "holds" if len(wins) == len(ranks) else ("qualified" if wins else "fails")
     return make_record(

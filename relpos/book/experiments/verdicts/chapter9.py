@@ -70,7 +70,11 @@ def length_of(s: Sweeps, scheme: str, task: str = "relative",
 
 def weakest(s: Sweeps, name: str, task: str, group: tuple[str, ...],
             n: int) -> list[float]:
-    """The per-seed values of the scheme of ``group`` with the lowest mean at ``n``."""
+    """The per-seed values of the scheme of ``group`` with the lowest mean at ``n``.
+
+    Shapes:
+        output: ``(seeds,)``
+    """
     scheme = min(group, key=lambda x: s.mean(name, task, x, n))
     return s.values(name, task, scheme, n)
 
@@ -90,6 +94,7 @@ def entry_bound(s: Sweeps, name: str, scheme: str, task: str, n: int) -> float:
 
 @rule
 def encoder_relative_clipped(s: Sweeps) -> dict[str, Any]:
+    """``encoder-relative-clipped``: the length rule on each clipped table."""
     short, long, name = _span(s)
     lows = ", ".join(f"{x} {percent(min(s.values(SWEEP, 'relative', x, long)))}"
                      for x in CLIPPED)
@@ -111,6 +116,7 @@ def encoder_relative_clipped(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def encoder_relative_buckets(s: Sweeps) -> dict[str, Any]:
+    """``encoder-relative-buckets``: the length rule on the log buckets."""
     short, long, name = _span(s)
     at_l = s.values(SWEEP, "relative", "deberta-buckets", short)
     at_long = s.values(SWEEP, "relative", "deberta-buckets", long)
@@ -133,6 +139,7 @@ def encoder_relative_buckets(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def buckets_row_0(s: Sweeps) -> dict[str, Any]:
+    """``buckets-row-0``: row 0 as the cause, a correlation until an intervention."""
     short, long, name = _span(s)
     first = first_untrained(s, SWEEP, "relative", "deberta-buckets")
     means = ", ".join(
@@ -155,9 +162,11 @@ def buckets_row_0(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def encoder_relative_absolute(s: Sweeps) -> dict[str, Any]:
+    """``encoder-relative-absolute``: the length rule on the learned table."""
     short, long, name = _span(s)
     lengths = [n for n in s(SWEEP)["config"]["test_lengths"] if n > short]
     first = first_untrained(s, SWEEP, "relative", "absolute")
+    share = s.untrained(SWEEP, "relative", "absolute", first)
     means = ", ".join(f"{percent(s.mean(SWEEP, 'relative', 'absolute', n))} "
                       f"(L/n {percent(short / n)})" for n in lengths)
     return make_record(
@@ -165,7 +174,7 @@ def encoder_relative_absolute(s: Sweeps) -> dict[str, Any]:
         f"In an encoder, the learned absolute table holds `relative` from L to {name}.",
         length_of(s, "absolute"),
         f"Mean beyond L: {means}. From n = {first} it reads rows no training "
-        f"sequence reached ({percent(s.untrained(SWEEP, 'relative', 'absolute', first))} "
+        f"sequence reached ({percent(share)} "
         "of the queries there), rows that never received a gradient; it is right "
         "on the first L positions only.",
         (SWEEP, ["summary", "coverage"]),
@@ -175,6 +184,7 @@ def encoder_relative_absolute(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def encoder_relative_all_trained(s: Sweeps) -> dict[str, Any]:
+    """``encoder-relative-all-trained``: the length rule on T5, rotary, XL."""
     short, long, name = _span(s)
     untrained = [x for x in ALL_TRAINED
                  if first_untrained(s, SWEEP, "relative", x) is not None]
@@ -197,6 +207,7 @@ def encoder_relative_all_trained(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def coverage_rule(s: Sweeps) -> dict[str, Any]:
+    """``coverage-rule``: coverage's prediction against each scheme's fall."""
     short, long, name = _span(s)
     learned = [x for x in s(SWEEP)["grid"]["scheme"]
                if s.mean(SWEEP, "relative", x) >= FIT]
@@ -222,6 +233,7 @@ def coverage_rule(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def encoder_data_sinusoidal(s: Sweeps) -> dict[str, Any]:
+    """``encoder-data-sinusoidal``: fewest sequences, sinusoids against a table."""
     sizes = s(SWEEP)["grid"]["train_size"]
     fewest = {x: s.fewest(SWEEP, "relative", x) for x in ("absolute", "sinusoidal")}
     at_absolute = fewest["absolute"] or max(sizes)
@@ -242,6 +254,7 @@ def encoder_data_sinusoidal(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def sinusoid_scale(s: Sweeps) -> dict[str, Any]:
+    """``sinusoid-scale``: similar rows as the cause, confounded with scale."""
     config = s(SWEEP)["config"]
     rows = SinusoidalPositions(config["hidden_size"])(config["train_length"])  # (L, h)
     unit = rows / rows.norm(dim=-1, keepdim=True)
@@ -265,6 +278,7 @@ def sinusoid_scale(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def encoder_absolute_task(s: Sweeps) -> dict[str, Any]:
+    """``encoder-absolute-task``: which schemes solve ``absolute``, and past L."""
     short, long, name = _span(s)
     solved = {x for x in s(SWEEP)["grid"]["scheme"]
               if s.mean(SWEEP, "absolute", x) >= SOLVED}
@@ -292,6 +306,7 @@ def encoder_absolute_task(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def shaw_values_position(s: Sweeps) -> dict[str, Any]:
+    """``shaw-values-position``: Shaw with and without its values on ``absolute``."""
     short, long, name = _span(s, VALUES)
     chance = s(VALUES)["tasks"]["absolute"]["chance"]
     with_values = s.values(VALUES, "absolute", "shaw", short)
@@ -321,6 +336,7 @@ def shaw_values_position(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def encoder_far_window(s: Sweeps) -> dict[str, Any]:
+    """``encoder-far-window``: the shared-entry bound on ``far``, every length."""
     short, long, name = _span(s)
     lengths = s(SWEEP)["config"]["test_lengths"]
     kept, parts = True, []
@@ -351,6 +367,7 @@ def encoder_far_window(s: Sweeps) -> dict[str, Any]:
 
 @rule
 def encoder_far_txl(s: Sweeps) -> dict[str, Any]:
+    """``encoder-far-txl``: Transformer-XL's seeds against every other scheme's."""
     short, long, name = _span(s)
     order = sorted(s(SWEEP)["grid"]["scheme"],
                    key=lambda x: -s.mean(SWEEP, "far", x, long))

@@ -115,6 +115,9 @@ def length_verdict(at_l: Sequence[float], longest: Sequence[float]) -> str:
     ``holds``: every seed has learned the task at ``L`` (:data:`FIT`) and loses
     at most :data:`FALL` by the longest length; ``qualified``: the mean does;
     ``fails``: otherwise. The seeds are paired by place.
+
+    Shapes:
+        at_l, longest: ``(seeds,)`` accuracies; output: a verdict
     """
     if len(at_l) != len(longest) or not at_l:
         raise ValueError("at_l and longest must hold one value per seed each")
@@ -138,20 +141,35 @@ def combine(verdicts: Sequence[str]) -> str:
 
 def separation(better: Sequence[float], worse: Sequence[float]) -> str:
     """``holds`` when every seed of ``better`` beats every seed of ``worse``,
-    ``qualified`` when only the mean does, ``fails`` otherwise."""
+    ``qualified`` when only the mean does, ``fails`` otherwise.
+
+    Shapes:
+        better, worse: ``(seeds,)`` each (their counts may differ); output: a verdict
+    """
     if min(better) > max(worse):
         return "holds"
-    return "qualified" if statistics.fmean(better) > statistics.fmean(worse) else "fails"
+    ahead = statistics.fmean(better) > statistics.fmean(worse)
+    return "qualified" if ahead else "fails"
 
 
 def under_bound(values: Sequence[float], bound: float, labels: int) -> bool:
-    """Whether every seed keeps to ``bound``, up to the test set's noise."""
+    """Whether every seed keeps to ``bound``, up to the test set's noise.
+
+    ``labels`` is the number of scored labels of the test set at that length.
+
+    Shapes:
+        values: ``(seeds,)``; output: a bool
+    """
     noise = NOISE_SE * math.sqrt(bound * (1 - bound) / labels)
     return all(v <= bound + noise for v in values)
 
 
 def percent(values: Sequence[float] | float) -> str:
-    """Accuracies as rounded percentages: ``"19%"`` or ``"98, 65, 100%"``."""
+    """Accuracies as rounded percentages: ``"19%"`` or ``"98, 65, 100%"``.
+
+    Shapes:
+        values: a float or ``(seeds,)``; output: a str
+    """
     if isinstance(values, (int, float)):
         return f"{100 * values:.0f}%"
     return ", ".join(f"{100 * v:.0f}" for v in values) + "%"
@@ -169,7 +187,12 @@ def make_record(
 ) -> dict[str, Any]:
     """A ledger record; ``seeds`` is ``len(values)``, the per-seed numbers its
     verdict rests on, and with ``INTERVAL_SEEDS`` of them or more ``interval``
-    is the bootstrap interval of their mean (``relpos.book.stats``)."""
+    is the bootstrap interval of their mean (``relpos.book.stats``). The record
+    is checked (``ledger.check_record``).
+
+    Shapes:
+        values: ``(seeds,)``; output: a record dict
+    """
     record: dict[str, Any] = {
         "id": id,
         "chapter": chapter,
