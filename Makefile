@@ -17,7 +17,7 @@ TEST_ENV := $(VENV)/.installed-test
 # Where `make lock` finds torch's CPU wheels (overridable, e.g. with --find-links DIR).
 TORCH_CPU ?= --extra-index-url https://download.pytorch.org/whl/cpu
 
-.PHONY: book student-site student-pdf test unit unit-slow unit-grading unit-fast notebooks site colab clean env student pdf lock sweeps text-sweeps slides
+.PHONY: book student-site student-pdf test unit unit-slow unit-grading unit-fast notebooks site colab clean env student pdf lock sweeps text-sweeps slides ledger
 
 env: $(TEST_ENV)
 
@@ -130,6 +130,7 @@ sweeps: $(TEST_ENV)
 	  --output $(RESULTS)/sweep_values.json --plot $(RESULTS)/sweep_values.png
 	# the trained tables of chapter 3's interactive figure (about 40 s)
 	$(BIN)/python -m relpos.book.interactive
+	$(MAKE) ledger
 
 # The language models on the Python standard library's docstrings
 # (relpos/book/results/text_*.json): every scheme of the main sweep plus FIRE and
@@ -154,7 +155,13 @@ text-sweeps: $(TEST_ENV)
 # claims computed from the results.
 TEXT_AFTER = $(BIN)/python -m relpos.book.text.gradients \
 	  --output $(RESULTS)/text_gradients.json && \
-	$(BIN)/python -m relpos.book.text.verdicts
+	$(BIN)/python -m relpos.book.results
+
+# The ledger of claims (relpos/book/results/claims.json), every record computed by
+# a rule from the result files (relpos.book.experiments.verdicts for chapters 9
+# and 10, relpos.book.text.verdicts for chapter 11); a few seconds.
+ledger: $(TEST_ENV)
+	$(BIN)/python -m relpos.book.results
 
 # The student edition: every chapter without its solutions (the code between
 # nbgrader's ### BEGIN/END SOLUTION markers becomes a stub; the check stays).

@@ -15,7 +15,8 @@ from relpos.book.results.ledger import (
     load_ledger,
     verdict_rows,
 )
-from relpos.book.text.verdicts import build_ledger, kept_advantage, length_gains
+from relpos.book.results.build import build_ledger
+from relpos.book.text.verdicts import kept_advantage, length_gains
 
 RECORD = {
     "id": "x",
@@ -35,6 +36,7 @@ def test_the_committed_ledger_settles_the_four_seed_claims():
     assert all(r["verdict"] != "untested" for r in rows)
 
 
+@pytest.mark.slow  # the shared-entry bounds to n = 256: a few seconds
 def test_the_committed_ledger_is_what_the_rules_give_on_the_committed_results():
     assert json.loads(results.path("claims.json").read_text()) == build_ledger()
 

@@ -89,6 +89,7 @@ from .equivariance import (
     Bound,
     causal_mean_spread,
     expected_max_share,
+    expected_max_shares,
     loss_optimal_accuracy,
     no_token_preferred,
     permutation_bound,
@@ -96,6 +97,7 @@ from .equivariance import (
     reversal_bound,
     reversal_gap,
 )
+from .shared_entries import entry_functions, shared_distances, shared_entry_bound
 
 __all__ = [
     "unseen_margin",
@@ -162,9 +164,13 @@ __all__ = [
     "Bound",
     "causal_mean_spread",
     "expected_max_share",
+    "expected_max_shares",
     "loss_optimal_accuracy",
     "no_token_preferred",
     "permutation_bound",
+    "entry_functions",
+    "shared_distances",
+    "shared_entry_bound",
     "permutation_gap",
     "reversal_bound",
     "reversal_gap",

@@ -104,18 +104,47 @@ def _binomial_pmf(trials: int, p: float) -> torch.Tensor:
 
 def _all_counts_at_most(
     m: int, draws: int, pmfs: list[torch.Tensor], behind: torch.Tensor
-) -> float:
-    """``P(every token appears <= m times)`` among ``draws`` i.i.d. uniform tokens.
+) -> torch.Tensor:
+    """``P(every token appears <= m times)`` among ``j`` i.i.d. uniform tokens.
 
-    ``pmfs[v - 2]`` is ``_binomial_pmf(draws, 1 / v)``; ``behind[j, c] = j - c``.
+    One value for every ``j = 0 .. draws``. ``pmfs[v - 2]`` is
+    ``_binomial_pmf(draws, 1 / v)``; ``behind[j, c] = j - c``.
+
+    Shapes:
+        output: ``(draws + 1,)``
     """
     keep = (torch.arange(draws + 1) <= m).double()  # (c,)
     ways = keep.clone()  # one token value: j draws all of it, allowed if j <= m
-    valid = (behind >= 0).double()  # (j, c)
+    index = behind.clamp(min=0)  # (j, c): j - c where it is a count
+    allowed = (behind >= 0).double() * keep[None, :]  # (j, c)
     for pmf in pmfs:  # token values 2 .. V: c draws of the new value
-        shifted = ways[behind.clamp(min=0)] * valid  # (j, c): ways[j - c]
-        ways = (pmf * keep[None, :] * shifted).sum(-1)  # (j,)
-    return float(ways[draws])
+        ways = (pmf * allowed * ways[index]).sum(-1)  # (j,): ways[j - c] summed
+    return ways
+
+
+def expected_max_shares(draws: int, vocab: int) -> torch.Tensor:
+    """``E[max_t c_t] / j`` for every number of draws ``j = 1 .. draws`` at once.
+
+    Exact (up to float64), as :func:`expected_max_share`: ``E[max] = sum_m
+    P(max > m)``, where one recursion over the token values gives ``P(max <= m)``
+    for every ``j`` together. Entry 0 (no draws) is 0.
+
+    Shapes:
+        output: ``(draws + 1,)``, float64
+    """
+    draws = check_int("draws", draws, minimum=1)
+    vocab = check_int("vocab", vocab, minimum=1)
+    pmfs = [_binomial_pmf(draws, 1.0 / v) for v in range(2, vocab + 1)]
+    rows = torch.arange(draws + 1)
+    behind = rows[:, None] - rows[None, :]  # (j, c)
+    total = torch.zeros(draws + 1, dtype=torch.float64)  # (j,)
+    for m in range(draws):
+        above = 1.0 - _all_counts_at_most(m, draws, pmfs, behind)  # (j,)
+        above = torch.where(rows > m, above, torch.zeros_like(above))  # max <= j
+        total += above.clamp(min=0.0)
+        if float(above.max()) < 1e-15:
+            break
+    return torch.where(rows > 0, total / rows.clamp(min=1), torch.zeros_like(total))
 
 
 def expected_max_share(draws: int, vocab: int) -> float:
@@ -133,7 +162,7 @@ def expected_max_share(draws: int, vocab: int) -> float:
     start = math.ceil(draws / vocab)  # below it some token must appear more often
     total = float(start)
     for m in range(start, draws):
-        above = 1.0 - _all_counts_at_most(m, draws, pmfs, behind)
+        above = 1.0 - float(_all_counts_at_most(m, draws, pmfs, behind)[draws])
         total += above
         if above < 1e-15:
             break
@@ -339,6 +368,7 @@ __all__ = [
     "MeanSpread",
     "causal_mean_spread",
     "expected_max_share",
+    "expected_max_shares",
     "loss_optimal_accuracy",
     "no_token_preferred",
     "permutation_bound",

@@ -16,14 +16,25 @@ a record::
 (at most one record each). :func:`check_record` refuses a record that breaks
 the schema (ValueError naming the field); :func:`load_ledger` reads and checks
 the file, every ``evidence.file`` among the committed results and every key a
-top-level key of it; :func:`verdict_rows` gives the rows of a verdict table.
+top-level key of it; :func:`verdict_rows` gives the rows of a verdict table
+(the seed claims', a chapter's, or chosen records') and :func:`verdict_table`
+renders them in Markdown; :func:`disagreements`
+lists the verdicts a chapter states that the ledger does not hold.
+:func:`relative_verdict` is the verdict of a claim made for relative positions
+as one thing, from which of :data:`RELATIVE_SCHEMES` pass.
+
+The ledger is written by ``python -m relpos.book.results`` (``build.py``) from
+the rules of ``relpos.book.experiments.verdicts`` and ``relpos.book.text.verdicts``.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from relpos.schemes import REGISTRY
 
 #: The verdicts a record may carry.
 VERDICTS = ("holds", "fails", "qualified", "untested")
@@ -33,6 +44,13 @@ SEED_CLAIMS = ("generalisation", "length", "linguistic", "gradient")
 LEDGER_SCHEMA = 1
 #: Seeds from which a record must give an interval.
 INTERVAL_SEEDS = 10
+#: The relative schemes a claim for relative positions is judged on (those of a
+#: sweep among them): DeBERTa's two tables and every scheme the core's registry
+#: marks relative. (FIRE is not: its distance is divided by the query's
+#: position; ``deberta-emd`` adds absolute positions before its last layer.)
+RELATIVE_SCHEMES = ("deberta", "deberta-buckets") + tuple(
+    name for name, entry in REGISTRY.items() if entry.relative
+)
 REQUIRED = ("id", "chapter", "claim", "verdict", "mechanism", "evidence", "seeds")
 OPTIONAL = ("interval", "intervention", "seed_claim")
 
@@ -133,12 +151,59 @@ def load_ledger(path: str | Path | None = None) -> list[dict[str, Any]]:
     return check_ledger(ledger, path.parent)
 
 
-def verdict_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """The rows of the seed claims' verdict table, in :data:`SEED_CLAIMS` order.
+def relative_verdict(passed: Mapping[str, bool]) -> str:
+    """The verdict of a claim for relative positions, from which schemes pass.
 
-    Each row: ``claim`` (the seed claim's name), ``verdict``, ``mechanism`` and
-    ``evidence`` (the file and its keys).
+    ``fails`` when DeBERTa (``deberta``) does not pass, ``holds`` when every
+    scheme of ``passed`` does, ``qualified`` when DeBERTa does and another does not.
     """
+    if "deberta" not in passed:
+        raise ValueError(f"passed must judge 'deberta', got {sorted(passed)}")
+    if not passed["deberta"]:
+        return "fails"
+    return "holds" if all(passed.values()) else "qualified"
+
+
+def _row(record: dict[str, Any]) -> dict[str, Any]:
+    evidence = record["evidence"]
+    return {
+        "id": record["id"],
+        "claim": record["claim"],
+        "verdict": record["verdict"],
+        "seeds": record["seeds"],
+        "mechanism": record["mechanism"],
+        "evidence": f"{evidence['file']}: " + ", ".join(evidence["keys"]),
+    }
+
+
+def verdict_rows(
+    records: list[dict[str, Any]],
+    *,
+    chapter: int | None = None,
+    ids: Sequence[str] | None = None,
+) -> list[dict[str, Any]]:
+    """The rows of a verdict table.
+
+    With neither ``chapter`` nor ``ids``: the seed claims', in :data:`SEED_CLAIMS`
+    order, each row ``claim`` (the seed claim's name), ``verdict``,
+    ``mechanism`` and ``evidence`` (the file and its keys). With ``chapter``:
+    every record of that chapter, in the ledger's order; with ``ids``: those
+    records, in that order. Those rows hold ``id``, ``claim`` (the sentence),
+    ``verdict``, ``seeds``, ``mechanism`` and ``evidence``.
+
+    Shapes:
+        output: one dict per row
+    """
+    if chapter is not None and ids is not None:
+        raise ValueError("verdict_rows takes chapter or ids, not both")
+    if chapter is not None:
+        return [_row(r) for r in records if r["chapter"] == chapter]
+    if ids is not None:
+        by_id = {r["id"]: r for r in records}
+        missing = [i for i in ids if i not in by_id]
+        if missing:
+            raise ValueError(f"ids must name records of the ledger, got {missing}")
+        return [_row(by_id[i]) for i in ids]
     by_claim = {r["seed_claim"]: r for r in records if "seed_claim" in r}
     return [
         {
@@ -153,13 +218,70 @@ def verdict_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
     ]
 
 
+def verdict_table(
+    rows: list[dict[str, Any]], columns: Sequence[str] = ("claim", "verdict", "seeds")
+) -> str:
+    """``rows`` (from :func:`verdict_rows`) as a Markdown table of ``columns``.
+
+    The verdict is set in bold, a record id as code; a ``|`` inside a cell is
+    escaped.
+
+    Shapes:
+        rows: one dict per row; output: the table's lines joined by newlines
+    """
+    if not rows or any(c not in rows[0] for c in columns):
+        raise ValueError(f"columns must be keys of the rows, got {list(columns)}")
+
+    def cell(name: str, value: Any) -> str:
+        text = str(value).replace("|", "\\|")
+        return {"verdict": f"**{text}**", "id": f"`{text}`"}.get(name, text)
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for row in rows:
+        lines.append("| " + " | ".join(cell(c, row[c]) for c in columns) + " |")
+    return "\n".join(lines)
+
+
+def disagreements(
+    stated: Mapping[str, str], records: list[dict[str, Any]] | None = None
+) -> list[str]:
+    """The verdicts in ``stated`` (record id -> verdict) that the ledger does not hold.
+
+    A chapter calls it beside each paragraph that states a verdict, as
+    ``assert not disagreements({"id": "holds", ...})``; ``records`` defaults to
+    the ledger itself. An id the ledger lacks, or a verdict outside
+    :data:`VERDICTS`, raises ValueError.
+
+    Shapes:
+        output: one line per disagreement
+    """
+    records = load_ledger() if records is None else records
+    by_id = {r["id"]: r for r in records}
+    found = []
+    for record_id, verdict in stated.items():
+        if record_id not in by_id:
+            raise ValueError(f"stated must name records of the ledger, got "
+                             f"{record_id!r}")
+        if verdict not in VERDICTS:
+            raise ValueError(f"stated verdicts must be among {VERDICTS}, got "
+                             f"{verdict!r} for {record_id!r}")
+        if by_id[record_id]["verdict"] != verdict:
+            found.append(f"{record_id}: stated {verdict}, the ledger holds "
+                         f"{by_id[record_id]['verdict']}")
+    return found
+
+
 __all__ = [
     "INTERVAL_SEEDS",
     "LEDGER_SCHEMA",
+    "RELATIVE_SCHEMES",
     "SEED_CLAIMS",
     "VERDICTS",
     "check_ledger",
     "check_record",
+    "disagreements",
     "load_ledger",
+    "relative_verdict",
     "verdict_rows",
+    "verdict_table",
 ]

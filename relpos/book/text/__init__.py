@@ -13,8 +13,8 @@ best rate (``experiments.rate_grid``); ``alignment`` reads the loss at closing b
 quotes by their opener's distance, inside and beyond ``L``; ``gradients``
 measures where a positional and a content objective's gradients meet
 (``python -m relpos.book.text.gradients``); ``verdicts`` turns the results into
-the four seed claims' records of ``results/claims.json`` (``python -m
-relpos.book.text.verdicts``); ``sweep`` runs every (setting, scheme, seed) through the
+the text records of ``results/claims.json``, the four seed claims' among them
+(``python -m relpos.book.results`` writes the ledger); ``sweep`` runs every (setting, scheme, seed) through the
 experiments' executors and runs folder, and ``cli`` is ``python -m
 relpos.book.text``.
 

@@ -32,8 +32,6 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from relpos.schemes import REGISTRY
-
 from ..results import ledger
 from .alignment import summarize_alignment
 
@@ -43,13 +41,8 @@ FLAT_BPB = 0.05
 KEPT = 0.9
 #: The cosine beyond which two gradients interfere.
 COSINE = 0.05
-#: The relative schemes judged (those of a sweep among them): DeBERTa's two
-#: tables and every scheme the core's registry marks relative. (FIRE is not: its
-#: distance is divided by the query's position; ``deberta-emd`` adds absolute
-#: positions before its last layer.)
-RELATIVE = ("deberta", "deberta-buckets") + tuple(
-    name for name, entry in REGISTRY.items() if entry.relative
-)
+#: The relative schemes judged (those of a sweep among them): the ledger's.
+RELATIVE = ledger.RELATIVE_SCHEMES
 #: Why a relative scheme can meet something new beyond ``L``: said of a scheme
 #: only when the results show it losing there.
 BEYOND_L = {
@@ -106,12 +99,6 @@ def kept_advantage(result: dict[str, Any]) -> dict[str, list[float]]:
     return kept
 
 
-def _relative_verdict(passed: dict[str, bool]) -> str:
-    if not passed.get("deberta", False):
-        return "fails"
-    return "holds" if all(passed.values()) else "qualified"
-
-
 def _names(schemes: list[str]) -> str:
     return ", ".join(schemes) if schemes else "none"
 
@@ -135,7 +122,7 @@ def masked_length_record(masked: dict[str, Any]) -> dict[str, Any]:
         "chapter": CHAPTER,
         "claim": "A masked language model trained at L reads texts 16 times longer "
         "with no loss of bits per byte.",
-        "verdict": _relative_verdict(flat),
+        "verdict": ledger.relative_verdict(flat),
         "mechanism": "Flat: "
         f"{_names([s for s in relative if flat[s]])}; rising: {_names(rising)}. "
         "Only a bias that keeps falling with distance stays flat. The likely cause, "
@@ -179,7 +166,7 @@ def seed_claim_records(
             "claim": "What a relative model learns at one position serves at every "
             "other: beyond the training length it keeps its advantage over a model "
             "with no positions.",
-            "verdict": _relative_verdict(keeps),
+            "verdict": ledger.relative_verdict(keeps),
             "mechanism": "A relative score depends on i - j only, so a position "
             f"beyond L = {l_text} meets distances already trained (DeBERTa's clipped "
             "table folds every far distance into its last row). Kept: "
@@ -194,7 +181,7 @@ def seed_claim_records(
             "chapter": CHAPTER,
             "claim": "A model trained at L reads texts 16 times longer with no loss "
             "of bits per byte.",
-            "verdict": _relative_verdict(flat),
+            "verdict": ledger.relative_verdict(flat),
             "mechanism": "Flat: "
             f"{_names([s for s in relative if flat[s]])}; rising: "
             f"{_names(rising)}{_why(rising)}. A bounded or monotone distance term "
@@ -244,29 +231,20 @@ def seed_claim_records(
     ]
 
 
-def build_ledger(folder: Path | None = None) -> dict[str, Any]:
-    """The ledger dict from the results in ``folder`` (default: the committed)."""
-    folder = Path(ledger.__file__).parent if folder is None else Path(folder)
+def records(folder: Path) -> list[dict[str, Any]]:
+    """The text records of the ledger, from the results in ``folder``.
+
+    ``python -m relpos.book.results`` writes them into ``claims.json`` with the
+    synthetic sweeps' (``relpos.book.experiments.verdicts``).
+    """
+    folder = Path(folder)
 
     def read(name: str) -> dict[str, Any]:
         return json.loads((folder / name).read_text(encoding="utf-8"))
 
-    records = seed_claim_records(read("text_causal.json"), read("text_gradients.json"))
-    records.append(masked_length_record(read("text_masked.json")))
-    result = {"schema": ledger.LEDGER_SCHEMA, "claims": records}
-    ledger.check_ledger(result, folder)
-    return result
-
-
-def main() -> None:
-    """``python -m relpos.book.text.verdicts``: rewrite ``results/claims.json``."""
-    path = Path(ledger.__file__).with_name("claims.json")
-    path.write_text(json.dumps(build_ledger(), indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {path}")
-
-
-if __name__ == "__main__":
-    main()
+    found = seed_claim_records(read("text_causal.json"), read("text_gradients.json"))
+    found.append(masked_length_record(read("text_masked.json")))
+    return found
 
 
 __all__ = [
@@ -275,10 +253,9 @@ __all__ = [
     "FLAT_BPB",
     "KEPT",
     "RELATIVE",
-    "build_ledger",
     "kept_advantage",
     "length_gains",
-    "main",
     "masked_length_record",
+    "records",
     "seed_claim_records",
 ]

@@ -1,0 +1,51 @@
+"""The ledger, written from the results: each rule module's records in ``claims.json``.
+
+``python -m relpos.book.results`` runs it after any sweep. Each module of
+:data:`SOURCES` has ``records(folder) -> [record, ...]``, computed by rules from
+the result files of ``folder`` (never typed in): the synthetic sweeps of
+chapters 9 and 10 (``relpos.book.experiments.verdicts``) and the text results
+of chapter 11 (``relpos.book.text.verdicts``). :func:`build_ledger` checks the
+whole ledger (``ledger.check_ledger``: the schema, unique ids, evidence files
+and keys among the results) before :func:`write_ledger` writes it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..experiments import verdicts as synthetic
+from ..text import verdicts as text
+from . import ledger
+
+#: The rule modules, in the ledger's order.
+SOURCES = (synthetic, text)
+#: The folder of the results and of ``claims.json``.
+FOLDER = Path(__file__).parent
+
+
+def build_ledger(folder: str | Path | None = None) -> dict[str, Any]:
+    """The ledger dict from the results in ``folder`` (default: the package's)."""
+    folder = FOLDER if folder is None else Path(folder)
+    records = [record for source in SOURCES for record in source.records(folder)]
+    result = {"schema": ledger.LEDGER_SCHEMA, "claims": records}
+    ledger.check_ledger(result, folder)
+    return result
+
+
+def write_ledger(folder: str | Path | None = None) -> Path:
+    """Write ``claims.json`` into ``folder`` (default: the package's); its path."""
+    folder = FOLDER if folder is None else Path(folder)
+    path = folder / "claims.json"
+    text_ = json.dumps(build_ledger(folder), indent=1) + "\n"
+    path.write_text(text_, encoding="utf-8")
+    return path
+
+
+def main() -> None:
+    """``python -m relpos.book.results``: rewrite ``claims.json`` from the results."""
+    print(f"wrote {write_ledger()}")
+
+
+__all__ = ["FOLDER", "SOURCES", "build_ledger", "main", "write_ledger"]
