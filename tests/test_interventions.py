@@ -400,7 +400,7 @@ def test_run_writes_every_arm_and_comparison(tmp_path) -> None:
     assert at_l and all(c["mean"] == 0 for c in at_l)  # nothing reads row 0 at L
     t5 = result["interventions"]["causal_t5"]
     assert {r["setting"] for r in t5["runs"]} == {"encoder", "causal"}
-    assert len(t5["comparisons"]) == 2 * 11 and result["seeds"] == [0, 1]
+    assert len(t5["comparisons"]) == 2 * 12 and result["seeds"] == [0, 1]
     readout = t5["runs"][0]["readout"]["keys_behind"]["96"]
     assert len(readout["attention"]) == 4 and 0 <= readout["no_token"] <= 1
     stale = sorted(tmp_path.glob("measured-*.json"))[0]

@@ -277,6 +277,14 @@ def comparisons(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 ),
             )
         )
+        found.append(
+            paired(
+                records,
+                f"encoder: tokens_only - accuracy, n = {n}",
+                Side("encoder tokens_only", encoder, _read("intact", "tokens_only", n)),
+                Side("encoder accuracy", encoder, _read("intact", "accuracy", n)),
+            )
+        )
         for key in ("attention", "no_token", "tokens_only"):
             found.append(
                 paired(

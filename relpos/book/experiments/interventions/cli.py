@@ -61,7 +61,12 @@ def build_parser() -> _cli.OneLineParser:
         help="optimiser steps of every run (default: each sweep's own; fewer for "
         "a quick check of the command, not for results)",
     )
-    add("--output", required=True, metavar="PATH", help="where to write the JSON")
+    add(
+        "--output",
+        required=True,
+        metavar="PATH",
+        help="where to write the JSON (required; default: none)",
+    )
     add(
         "--runs-dir",
         default=None,

@@ -13,12 +13,14 @@ change the size alone:
   may grow less alike).
 
 The learned factor is a parameter in the units of the rows, initialised to the
-fixed scale: at its initial value the output is ``sinusoidal``'s, bit for bit,
-and AdamW moves it by about the learning rate per step, as it moves each entry
-of a learned table. (A factor around 1 would move just as fast, so it could
-barely double the rows in 500 steps at the sweep's rates.) Nothing else
-changes: no random number is drawn for the factor, so a model built under the
-same seed has every other weight equal to ``sinusoidal``'s.
+fixed scale: at its initial value the output is ``sinusoidal``'s, bit for bit.
+The unit matters: AdamW moves a parameter by about the learning rate per step
+whatever its size, so a factor starting at 1 could at most about triple the
+rows in 500 steps at rate 0.01, while an entry of a learned table, starting
+near 0.02, can grow many times over; a factor starting at the fixed scale has
+the learned table's freedom. Nothing else changes: no random number is drawn
+for the factor, so a model built under the same seed has every other weight
+equal to ``sinusoidal``'s.
 
 Both schemes are registered on import (``register_scheme``) with coverage
 readers: the sinusoid's positions are a fixed formula, the factor one learned
