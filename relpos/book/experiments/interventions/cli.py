@@ -10,6 +10,7 @@ any training with one line naming the flag (exit status 2).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shlex
@@ -64,8 +65,9 @@ def build_parser() -> _cli.OneLineParser:
     add(
         "--output",
         required=True,
+        default=argparse.SUPPRESS,
         metavar="PATH",
-        help="where to write the JSON (required; default: none)",
+        help="where to write the JSON (required)",
     )
     add(
         "--runs-dir",
