@@ -101,22 +101,29 @@ def optimise(
     return losses
 
 
-def initial_model(config: Config) -> TinyModel:
+def initial_model(config: Config, *, seed: int | None = None) -> TinyModel:
     """The model of ``config`` before training: built under its model seed.
 
     ``train`` starts from exactly these weights, so a trained model can be
     compared with its own initial state (for example its table's bands).
+    ``seed`` replaces ``model_seed(config)`` (see :func:`train`).
     """
-    with deterministic(model_seed(config)):
+    with deterministic(model_seed(config) if seed is None else seed):
         return TinyModel(config)
 
 
 def train(
-    config: Config, *, on_step: Callable[[int, float], None] | None = None
+    config: Config,
+    *,
+    on_step: Callable[[int, float], None] | None = None,
+    seed: int | None = None,
 ) -> Trained:
     """Train a ``TinyModel`` on ``config.task`` with the scheme ``config.scheme``.
 
     ``on_step(step, loss)`` is called after every step (for a progress bar).
+    ``seed`` (default ``model_seed(config)``) seeds the initial weights and the
+    batch order: an intervention passes the seed of the scheme it changes, so
+    that both arms start from the same weights and see the same batches.
     """
     task = get_task(config.task)
     tokens, labels = task.sample(
@@ -124,9 +131,9 @@ def train(
         config.train_length,
         seed=data_seed(config, config.train_length, "train"),
     )  # (train_size, L) each
-    seed = model_seed(config)
+    seed = model_seed(config) if seed is None else seed
     start = time.perf_counter()
-    model = initial_model(config)
+    model = initial_model(config, seed=seed)
     order = torch.Generator().manual_seed(seed)
 
     def batch_loss(step: int) -> torch.Tensor:

@@ -1,0 +1,378 @@
+"""Every intervention in one run: its cells, the jobs on the sweep's engine, the JSON.
+
+Each intervention (``INTERVENTIONS``) names the cells it trains: the
+committed sweep a claim rests on (its file), the setting, task, scheme and
+training size, and whose chosen learning rate the cell trains at (its own,
+or for a changed scheme the scheme it changes: both arms at one rate). The
+cell's other settings (steps, sizes, layers, test lengths) are that sweep's
+``config``. :func:`run_interventions` trains every cell at every seed through
+``engine.execute`` (a runs folder, ``store.RunStore``, so a stopped run
+resumes) and writes one JSON::
+
+    {"schema": 1, "command": "python -m relpos.book.experiments.interventions ...",
+     "machine": {..., "engine", "workers"}, "torch", "relpos",
+     "seeds": [...], "changes": {field: value},   (changes to the sweeps' config)
+     "interventions": {name: {"claim", "change",
+                              "cells": [{"result", "setting", "task", "scheme",
+                                         "num_layers", "train_size",
+                                         "learning_rate", "rate_of"}],
+                              "runs": [one record per cell and seed],
+                              "comparisons": [paired tests, common.paired]}},
+     "wall_seconds", "run_seconds"}
+
+``run_seconds`` sums every job's own time (``job_seconds`` of each record:
+training and measuring, records read back from the runs folder included);
+``wall_seconds`` is this invocation's.
+
+A run's record is its intervention's ``measure``'s (``row_zero``,
+``sinusoid``, ``two_hop``, ``causal_t5``); ``comparisons`` need two seeds or
+more (with one they are empty).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping
+
+import torch
+
+import relpos
+from relpos.book import results
+
+from ..config import Config
+from ..engine import execute, open_engine
+from ..store import RunStore
+from ..sweep import machine_info
+from . import causal_t5, row_zero, sinusoid, two_hop
+from .sinusoid import PAIRED_WITH
+
+#: The seeds of every compared pair (ten, as the headline verdicts need).
+DEFAULT_SEEDS = tuple(range(10))
+#: The version of this JSON.
+SCHEMA = 1
+#: The version of the measurements in a run's record: raise it whenever a
+#: ``measure`` changes, and the records of older versions in a runs folder are
+#: run again instead of read back (the folder's key knows only the config).
+MEASURES = 1
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One trained cell: where its settings come from, and what it trains.
+
+    ``result``: the committed sweep (``relpos.book.results``) whose ``config``
+    and chosen learning rate the cell takes; ``rate_of``: the scheme whose
+    chosen rate it trains at (``None``: its own).
+    """
+
+    result: str
+    setting: str
+    task: str
+    scheme: str
+    train_size: int
+    num_layers: int = 1
+    rate_of: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str, int]:
+        """What picks a run's ``measure``: setting, task, scheme, layers."""
+        return (self.setting, self.task, self.scheme, self.num_layers)
+
+
+@dataclass(frozen=True)
+class Intervention:
+    """A claim, the change that tests it, its cells, and how to read the runs."""
+
+    name: str
+    claim: str
+    change: str
+    cells: tuple[Cell, ...]
+    measure: Callable[[Config], dict[str, Any]]
+    comparisons: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+
+
+def _sinusoid_cells() -> tuple[Cell, ...]:
+    arms = [(s, "sinusoidal") for s in ("sinusoidal", *PAIRED_WITH)]
+    arms.append(("absolute", None))
+    return tuple(
+        Cell("sweep.json", "encoder", "relative", scheme, size, rate_of=rate_of)
+        for size in (32,)
+        for scheme, rate_of in arms
+    )
+
+
+INTERVENTIONS: dict[str, Intervention] = {
+    item.name: item
+    for item in (
+        Intervention(
+            "row_zero",
+            row_zero.CLAIM,
+            row_zero.CHANGE,
+            tuple(
+                Cell("sweep.json", "encoder", "relative", "deberta-buckets", size)
+                for size in (32, 512)
+            ),
+            row_zero.measure,
+            row_zero.comparisons,
+        ),
+        Intervention(
+            "sinusoid_scale",
+            sinusoid.CLAIM,
+            sinusoid.CHANGE,
+            _sinusoid_cells(),
+            sinusoid.measure,
+            sinusoid.comparisons,
+        ),
+        Intervention(
+            "two_hop",
+            two_hop.CLAIM,
+            two_hop.CHANGE,
+            tuple(
+                Cell("sweep_layers.json", "encoder", "far", scheme, 512, num_layers=2)
+                for scheme in ("t5", "deberta", "rotary")
+            ),
+            two_hop.measure,
+            two_hop.comparisons,
+        ),
+        Intervention(
+            "causal_t5",
+            causal_t5.CLAIM,
+            causal_t5.CHANGE,
+            (
+                Cell("sweep.json", "encoder", "relative", "t5", 512),
+                Cell("sweep_causal.json", "causal", "relative", "t5", 512),
+            ),
+            causal_t5.measure,
+            causal_t5.comparisons,
+        ),
+    )
+}
+
+
+def _measures() -> dict[tuple[str, str, str, int], Intervention]:
+    found: dict[tuple[str, str, str, int], Intervention] = {}
+    for item in INTERVENTIONS.values():
+        for cell in item.cells:
+            if found.get(cell.key, item) is not item:
+                raise ValueError(f"cell {cell.key} belongs to two interventions")
+            found[cell.key] = item
+    return found
+
+
+def intervention_of(config: Config) -> Intervention:
+    """The intervention whose cells hold ``config`` (setting, task, scheme, layers).
+
+    Shapes:
+        (no tensors)
+    """
+    key = (config.setting, config.task, config.scheme, config.num_layers)
+    found = _measures().get(key)
+    if found is None:
+        raise ValueError(f"config must be a cell of an intervention, got {key}")
+    return found
+
+
+def run_job(kind: str, config: Config, threads: int = 1) -> dict[str, Any]:
+    """What the engine runs: the ``measure`` of the config's intervention.
+
+    The record gains ``job_seconds`` (training and every measurement) and
+    ``measures`` (``MEASURES``).
+
+    Shapes:
+        (no tensors): a JSON-ready record
+    """
+    torch.set_num_threads(threads)
+    start = time.perf_counter()
+    record = intervention_of(config).measure(config)
+    return {**record, "job_seconds": time.perf_counter() - start, "measures": MEASURES}
+
+
+@functools.cache
+def _committed(name: str) -> dict[str, Any]:
+    return results.load(name)
+
+
+def chosen_rate(result: Mapping[str, Any], cell: Cell) -> float:
+    """The rate a sweep chose for the cell's scheme (``rate_of``), setting and task.
+
+    A sweep tuned per training size (its ``chosen`` entries hold
+    ``train_size``) gives the cell's size; an older one a rate for all sizes.
+
+    Shapes:
+        (no tensors)
+    """
+    scheme = cell.rate_of or cell.scheme
+    matches = [
+        c
+        for c in result["tuning"]["chosen"]
+        if (c["setting"], c["task"], c["scheme"]) == (cell.setting, cell.task, scheme)
+        and c.get("train_size", cell.train_size) == cell.train_size
+    ]
+    if len(matches) != 1:
+        raise ValueError(
+            f"{cell.result} must hold one chosen rate for {cell.setting}/{cell.task}/"
+            f"{scheme} at {cell.train_size} sequences, got {len(matches)}"
+        )
+    return float(matches[0]["learning_rate"])
+
+
+def cell_config(
+    cell: Cell, seed: int, changes: Mapping[str, Any] | None = None
+) -> Config:
+    """The cell's ``Config`` at ``seed``: its sweep's settings and rate, ``changes``.
+
+    Shapes:
+        (no tensors)
+    """
+    result = _committed(cell.result)
+    fields = {f.name for f in dataclasses.fields(Config)}
+    values = {
+        k: tuple(v) if isinstance(v, list) else v
+        for k, v in result["config"].items()
+        if k in fields
+    }
+    if values.get("num_layers", 1) != cell.num_layers:
+        raise ValueError(
+            f"cell {cell.key} needs num_layers={cell.num_layers}, but {cell.result} "
+            f"has {values.get('num_layers')}"
+        )
+    config = Config(
+        **values,
+        setting=cell.setting,
+        task=cell.task,
+        scheme=cell.scheme,
+        train_size=cell.train_size,
+        seed=seed,
+        learning_rate=chosen_rate(result, cell),
+    )
+    return config.replace(**dict(changes or {}))
+
+
+def _drop_stale(store: RunStore, config: Config) -> None:
+    """Remove the stored record of ``config`` if older measurements made it."""
+    record = store.get("measured", config)
+    path = store.path("measured", config)
+    if record is not None and record.get("measures") != MEASURES and path is not None:
+        path.unlink()
+
+
+def _label(kind: str, config: Config) -> str:
+    return (
+        f"{config.setting}/{config.task}/{config.scheme} {config.num_layers}L "
+        f"size={config.train_size} seed={config.seed}"
+    )
+
+
+def run_interventions(
+    names: Iterable[str] | None = None,
+    *,
+    seeds: Iterable[int] = DEFAULT_SEEDS,
+    changes: Mapping[str, Any] | None = None,
+    engine: str = "local",
+    workers: int = 2,
+    scheduler: str | None = None,
+    threads: int = 1,
+    runs_dir: Any = None,
+    progress: bool = True,
+    command: str | None = None,
+) -> dict[str, Any]:
+    """Train every cell of the named interventions (default all) at every seed.
+
+    ``changes``: fields of ``Config`` set on every cell after its sweep's
+    (a shorter run for a test: ``{"steps": 5}``). ``engine``, ``workers``,
+    ``scheduler`` and ``threads`` are ``open_engine``'s; ``runs_dir`` the runs
+    folder (``None``: in memory). Returns the JSON-ready dict (module docstring).
+
+    Shapes:
+        (no tensors): the JSON-ready result
+    """
+    names = list(INTERVENTIONS) if names is None else list(names)
+    unknown = [n for n in names if n not in INTERVENTIONS]
+    if unknown or not names or len(set(names)) != len(names):
+        raise ValueError(
+            f"names must be distinct interventions of {tuple(INTERVENTIONS)}, "
+            f"got {names!r}"
+        )
+    seeds = list(seeds)
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct and at least one, got {seeds!r}")
+    changes = dict(changes or {})
+    planned = [
+        (name, cell, cell_config(cell, seed, changes))
+        for name in names
+        for cell in INTERVENTIONS[name].cells
+        for seed in seeds
+    ]
+    store = RunStore(runs_dir)
+    for _, _, config in planned:
+        _drop_stale(store, config)
+    start = time.perf_counter()
+    with open_engine(
+        engine, workers=workers, scheduler=scheduler, threads=threads, job=run_job
+    ) as executor:
+        records, _ = execute(
+            [("measured", config) for _, _, config in planned],
+            store,
+            executor,
+            progress=progress,
+            description="interventions",
+            label=_label,
+        )
+    found: dict[str, Any] = {}
+    for name in names:
+        item = INTERVENTIONS[name]
+        mine = [r for (owner, _, _), r in zip(planned, records) if owner == name]
+        cells = [(cell, config) for owner, cell, config in planned if owner == name]
+        found[name] = {
+            "claim": item.claim,
+            "change": item.change,
+            "cells": [
+                {
+                    **dataclasses.asdict(cell),
+                    "learning_rate": config.learning_rate,
+                }
+                for cell, config in cells
+                if config.seed == seeds[0]
+            ],
+            "runs": mine,
+            "comparisons": item.comparisons(mine) if len(seeds) > 1 else [],
+        }
+    result: dict[str, Any] = {"schema": SCHEMA}
+    if command is not None:
+        result["command"] = command
+    result.update(
+        {
+            "machine": {
+                **machine_info(),
+                "torch_threads": threads,
+                "engine": engine,
+                "workers": workers,
+            },
+            "torch": torch.__version__,
+            "relpos": relpos.__version__,
+            "seeds": seeds,
+            "changes": changes,
+            "interventions": found,
+            "wall_seconds": time.perf_counter() - start,
+            "run_seconds": sum(r["job_seconds"] for r in records),
+        }
+    )
+    return result
+
+
+__all__ = [
+    "Cell",
+    "DEFAULT_SEEDS",
+    "INTERVENTIONS",
+    "Intervention",
+    "MEASURES",
+    "SCHEMA",
+    "cell_config",
+    "chosen_rate",
+    "intervention_of",
+    "run_interventions",
+    "run_job",
+]
