@@ -17,7 +17,7 @@ TEST_ENV := $(VENV)/.installed-test
 # Where `make lock` finds torch's CPU wheels (overridable, e.g. with --find-links DIR).
 TORCH_CPU ?= --extra-index-url https://download.pytorch.org/whl/cpu
 
-.PHONY: book student-site student-pdf test unit unit-slow unit-grading unit-fast notebooks site colab clean env student pdf lock sweeps text-sweeps slides
+.PHONY: book student-site student-pdf test unit unit-slow unit-grading unit-fast notebooks site colab clean env student pdf lock sweeps task-sweeps text-sweeps slides
 
 env: $(TEST_ENV)
 
@@ -125,6 +125,29 @@ sweeps: $(TEST_ENV)
 	  --plot $(RESULTS)/sweep_layers.png
 	# the trained tables of chapter 3's interactive figure (about 40 s)
 	$(BIN)/python -m relpos.book.interactive
+
+# The tasks whose needed distance grows with the length (relpos/book/results/
+# sweep_tasks.json + .png): copy, reverse, multi-query associative recall and
+# decimal addition (relpos.book.experiments.layouts), as causal decoders of two
+# layers, width 64, trained on every length from 8 to 16 (one length per step)
+# and tested at 16, 32 and 64 with per-token and exact-match accuracy; absolute
+# and rotary also with randomised positions (Ruoss et al. 2023, P = 256). The
+# training set (32768 sequences) is about as large as the steps ever draw, so no
+# sequence is seen twice in expectation. 32 cells, each tuned (4 rates x 2 tuning
+# seeds) then 5 measured seeds: 416 runs of 1000 steps, 6 to 13 s each on one
+# core of the 2-core AMD EPYC shared with other work (about 9 s on average), so
+# about 30 to 35 minutes on two workers; 10 seeds would take about 45. The
+# encoder setting (--settings encoder,causal) doubles it.
+TASK_SCHEMES := none,absolute,rotary,t5,alibi,deberta,absolute-randomised,$\
+	rotary-randomised
+
+task-sweeps: $(TEST_ENV)
+	$(EXPERIMENTS) --settings causal --tasks copy,reverse,mqar,addition \
+	  --schemes $(TASK_SCHEMES) --layers 2 --hidden-size 64 --train-length 16 \
+	  --min-train-length 8 --test-lengths 16,32,64 --steps 1000 \
+	  --train-sizes 32768 --tune-size 32768 --learning-rates 1e-3,2e-3,4e-3,8e-3 \
+	  --tune-seeds 100,101 --seeds 0,1,2,3,4 --workers 2 \
+	  --output $(RESULTS)/sweep_tasks.json --plot $(RESULTS)/sweep_tasks.png
 
 # The language models on the Python standard library's docstrings
 # (relpos/book/results/text_*.json): every scheme of the main sweep plus FIRE and
