@@ -132,12 +132,15 @@ sweeps: $(TEST_ENV)
 # layers, width 64, trained on every length from 8 to 16 (one length per step)
 # and tested at 16, 32 and 64 with per-token and exact-match accuracy; absolute
 # and rotary also with randomised positions (Ruoss et al. 2023, P = 256). The
-# training set (32768 sequences) is about as large as the steps ever draw, so no
-# sequence is seen twice in expectation. 32 cells, each tuned (4 rates x 2 tuning
+# training set (32768 sequences) is about as large as the 1000 x 32 draws of a
+# run, so about two draws in three meet a sequence for the first time (the
+# papers draw fresh ones every step). 32 cells, each tuned (4 rates x 2 tuning
 # seeds) then 5 measured seeds: 416 runs of 1000 steps, 6 to 13 s each on one
 # core of the 2-core AMD EPYC shared with other work (about 9 s on average), so
-# about 30 to 35 minutes on two workers; 10 seeds would take about 45. The
-# encoder setting (--settings encoder,causal) doubles it.
+# an estimated 31 to 38 minutes on two workers (not yet run); 10 seeds (576 runs)
+# would take 43 to 53. A tuning grid extended past 4 rates adds 64 runs (about
+# 5 minutes) a rate;
+# the encoder setting (--settings encoder,causal) doubles everything.
 TASK_SCHEMES := none,absolute,rotary,t5,alibi,deberta,absolute-randomised,$\
 	rotary-randomised
 
