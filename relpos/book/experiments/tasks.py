@@ -283,7 +283,7 @@ TASKS: dict[str, Task] = {
         "addition",
         0,
         vocab_size=10,
-        description="add two decimal numbers, least significant digit first",
+        description="add two interleaved decimal numbers, least significant first",
     ),
 }
 
