@@ -36,11 +36,11 @@ label is the id of the token it names), then the task's own tokens.
   Zhou et al. 2024's reversed answers; slot ``m`` the last carry). Slot ``k``
   needs ``a_k`` and ``b_k`` (``3k + 3`` and ``3k + 2`` back) and, through the
   carry, every lower digit (``a_j`` is ``k + 2j + 3`` back): from 2 (``b_0``
-  for slot 0) up to ``3m + 1``, about ``n``. The interleaving puts every digit a slot needs at a
-  distance set by ``k`` alone, as ``reverse`` does; with the two numbers one
-  after the other, ``a_k`` would be ``2m + 2`` back, a distance set by the
-  length, which the tiny models here did not learn in 1000 steps on mixed
-  lengths.
+  for slot 0) up to ``3m + 1``, about ``n``. The interleaving puts every digit
+  a slot needs at a distance set by ``k`` alone, as ``reverse`` does; with the
+  two numbers one after the other, ``a_k`` would be ``2m + 2`` back, a distance
+  set by the length, which the tiny models here did not learn in 1000 steps on
+  mixed lengths.
 
 Chance per token is a uniform guess over the ``vocab`` label symbols,
 ``1 / vocab``; exact-match chance (every answer slot of a sequence right) is
