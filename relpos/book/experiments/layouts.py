@@ -39,8 +39,7 @@ label is the id of the token it names), then the task's own tokens.
   for slot 0) up to ``3m + 1``, about ``n``. The interleaving puts every digit
   a slot needs at a distance set by ``k`` alone, as ``reverse`` does; with the
   two numbers one after the other, ``a_k`` would be ``2m + 2`` back, a distance
-  set by the length, which the tiny models here did not learn in 1000 steps on
-  mixed lengths.
+  set by the length, to be found anew at every length.
 
 Chance per token is a uniform guess over the ``vocab`` label symbols,
 ``1 / vocab``; exact-match chance (every answer slot of a sequence right) is
