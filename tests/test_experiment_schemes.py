@@ -224,7 +224,7 @@ def test_a_task_checks_its_rule():
     from relpos.book.experiments.tasks import Task
 
     with pytest.raises(ValueError, match="kind"):
-        Task("odd", "reverse", 3)
+        Task("odd", "palindrome", 3)  # not a kind ("reverse" is one now)
     with pytest.raises(ValueError, match="param"):
         Task("odd", "position", 1)
 

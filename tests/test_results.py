@@ -36,7 +36,7 @@ def test_package_data_covers_every_committed_suffix():
         assert any(name.endswith(p.removeprefix("*")) for p in patterns), name
 
 
-@pytest.mark.parametrize("name", ["", "../pyproject.toml", "a/b.json", None])
+@pytest.mark.parametrize("name", ["", "../pyproject.toml", "a/b/c.json", "a//b.json", None])
 def test_path_rejects_what_is_not_a_file_name(name):
     with pytest.raises(ValueError, match="name must be a file name"):
         results.path(name)

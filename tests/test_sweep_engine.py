@@ -401,6 +401,7 @@ def test_schema_2_fields():
         "tasks",
         "runs",
         "summary",
+        "exact",
         "coverage",
         "wall_seconds",
         "run_seconds",

@@ -3,13 +3,19 @@
 A reader can hold the whole experiment in their head:
 
 - ``tasks``: random token sequences with one label per position (``relative``:
-  the token 3 back; ``absolute``: the position mod 4; ``far``: the token 12 back).
+  the token 3 back; ``absolute``: the position mod 4; ``far``: the token 12 back),
+  and tasks whose distance grows with the length (``copy``, ``reverse``,
+  ``mqar``, ``addition``; their layouts in ``layouts``, what a scheme provably
+  cannot do on them in ``bounds``).
 - ``schemes``: the registry of position schemes (``none``, ``absolute``,
   ``sinusoidal``, ``deberta``, ``deberta-buckets``); ``register_scheme`` adds one.
 - ``model``: token embedding -> the scheme's positions -> encoder -> classifier.
 - ``config``: the one ``Config`` dataclass of a run, and its derived seeds.
 - ``train``: the training loop, on one screen.
-- ``measure``: accuracy per length, the learned table's bands, the c2p/p2c pattern.
+- ``measure``: accuracy (and exact match) per length, the learned table's bands,
+  the c2p/p2c pattern.
+- ``randomised``: randomised positions (Ruoss et al. 2023), for any scheme that
+  takes positions (``Config.random_positions``, the ``-randomised`` schemes).
 - ``sweep``: every (setting, task, scheme, training-set size, seed) into one JSON
   (``load_sweep`` reads it back, the one reader of its schemas);
   ``engine`` hands the runs to local processes or a Dask cluster, ``store``
@@ -41,6 +47,7 @@ from .measure import (
     by_distance,
     evaluate,
     evaluation_set,
+    exact_match,
     mean_scores,
     relative_table,
     table_similarity,
@@ -74,7 +81,8 @@ from .sweep import (
 )
 from .tuning import tune_cells, tune_one, validation_loss, validation_set
 from .tasks import NO_TOKEN, TASKS, VOCAB_SIZE, Task, get_task
-from .train import Trained, deterministic, initial_model, train
+from .train import Trained, deterministic, initial_model, train, training_set
+from .randomised import draw_positions
 from .coverage import (
     READERS,
     Coverage,
@@ -133,6 +141,9 @@ __all__ = [
     "deterministic",
     "evaluate",
     "evaluation_set",
+    "exact_match",
+    "draw_positions",
+    "training_set",
     "execute",
     "format_table",
     "get_task",

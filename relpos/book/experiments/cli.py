@@ -55,6 +55,7 @@ SWEEP_DEFAULTS: dict[str, Callable[[], list[Any]]] = {
 }
 _CONVERTERS: dict[str, Callable[[], Callable[[str], Any]]] = {
     "int": _cli.integer,
+    "int | None": _cli.integer,  # a field that is off (None) unless given
     "float": _cli.number,
     "tuple[int, ...]": _cli.integers,
     "str": lambda: str,

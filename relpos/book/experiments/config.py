@@ -6,6 +6,19 @@ scheme, the data, the model's sizes and the optimiser. A sweep varies
 derived from exactly those four (:func:`derive_seed`), so adding a scheme to a
 sweep never changes the numbers of the others, and all schemes of one
 ``(seed, task, train_size)`` see the same training and test data.
+
+Two fields are off (``None``) unless set, and a config leaves them out of
+:meth:`Config.to_dict` while they are off, so the record key of every run
+that does not use them is the one it had before they existed:
+
+- ``min_train_length``: training sequences of every length from it to
+  ``train_length`` (one length per step), not of ``train_length`` alone.
+- ``random_positions``: randomised positions (Ruoss et al. 2023): each
+  sequence, in training and in evaluation, gets an ordered random subset of
+  ``0 .. P - 1`` as its positions instead of ``0 .. n - 1``. A scheme named
+  ``<name>-randomised`` (``RANDOMISED``) is ``<name>`` with this on at
+  ``P = DEFAULT_POSITION_RANGE`` unless the field says otherwise
+  (:attr:`Config.position_range`).
 """
 
 from __future__ import annotations
@@ -20,9 +33,17 @@ from typing import Any, TypeVar
 from relpos.checks import check_choice, check_int
 from relpos.config import AttentionConfig
 
+from .tasks import TASKS
+
 
 #: The two settings a run trains in: an encoder, or a causal decoder.
 SETTINGS = ("encoder", "causal")
+#: The suffix of a scheme trained and evaluated with randomised positions.
+RANDOMISED = "-randomised"
+#: ``P`` of a ``-randomised`` scheme whose config sets no ``random_positions``.
+DEFAULT_POSITION_RANGE = 256
+#: The fields that ``to_dict`` leaves out while they are ``None`` (off).
+OPTIONAL_FIELDS = ("min_train_length", "random_positions")
 
 
 def _about(
@@ -88,7 +109,11 @@ class Config(Settings):
         task: a name in ``TASKS``.
         scheme: a name in ``SCHEMES``.
         seed: the sweep seed (a run's own seeds are derived from it).
-        train_length: the length ``L`` of every training sequence.
+        train_length: the length ``L`` of every training sequence, or the
+            longest one with ``min_train_length``.
+        min_train_length: ``None`` (every training sequence has ``L`` tokens),
+            or the shortest training length: the training set then holds
+            sequences of every length from it to ``L``.
         train_size: number of distinct training sequences (drawn once, then
             sampled with replacement for ``steps`` batches).
         test_lengths: lengths at which accuracy is measured.
@@ -105,6 +130,8 @@ class Config(Settings):
         position_buckets: log buckets per side of ``deberta-buckets``.
         bucket_max_position: the distance of the last log bucket of
             ``deberta-buckets`` (its ``max_relative_positions``).
+        random_positions: ``None``, or ``P``: every sequence's positions are an
+            ordered random subset of ``0 .. P - 1`` (``P >= max_length``).
 
     Every field is a flag of ``python -m relpos.book.experiments`` (its
     ``metadata`` holds the flag's help), and the checks here are the command
@@ -147,7 +174,21 @@ class Config(Settings):
         ),
     )
     train_length: int = field(
-        default=32, metadata=_about("length of every training sequence", metavar="L")
+        default=32,
+        metadata=_about(
+            "length of every training sequence (the longest, with "
+            "--min-train-length)",
+            metavar="L",
+        ),
+    )
+    min_train_length: int | None = field(
+        default=None,
+        metadata=_about(
+            "shortest training length: training sequences of every length from "
+            "it to --train-length, one length per step (default: all of "
+            "--train-length)",
+            metavar="N",
+        ),
     )
     train_size: int = field(
         default=1024,
@@ -211,6 +252,16 @@ class Config(Settings):
             metavar="M",
         ),
     )
+    random_positions: int | None = field(
+        default=None,
+        metadata=_about(
+            "randomised positions (Ruoss et al. 2023): each sequence's positions "
+            "are an ordered random subset of 0 .. P - 1, in training and in "
+            "evaluation (default: off; the '-randomised' schemes use "
+            f"{DEFAULT_POSITION_RANGE})",
+            metavar="P",
+        ),
+    )
 
     def __post_init__(self) -> None:
         for name in ("task", "scheme"):
@@ -239,6 +290,21 @@ class Config(Settings):
         ):
             check_int(name, getattr(self, name), minimum=2)
         check_lengths("test_lengths", self.test_lengths, minimum=1)
+        if self.min_train_length is not None:
+            check_int("min_train_length", self.min_train_length, minimum=1)
+            if self.min_train_length > self.train_length:
+                raise ValueError(
+                    "min_train_length must be <= train_length="
+                    f"{self.train_length}, got {self.min_train_length}"
+                )
+        if self.random_positions is not None:
+            check_int("random_positions", self.random_positions, minimum=1)
+        self._check_task_lengths()
+        if self.position_range is not None and self.position_range < self.max_length:
+            raise ValueError(
+                f"random_positions must be >= the longest sequence, {self.max_length} "
+                f"(train_length and test_lengths), got P={self.position_range}"
+            )
         for name in ("learning_rate", "weight_decay"):
             check_nonnegative(name, getattr(self, name))
         # The attention's own checks (hidden_size divisible by num_heads, the
@@ -257,6 +323,25 @@ class Config(Settings):
                 f"bucket_max_position={self.bucket_max_position}"
             ) from None
 
+    def _check_task_lengths(self) -> None:
+        """Every length of the run holds the task's problem (a registered task)."""
+        task = TASKS.get(self.task)
+        if task is None:
+            return  # checked by name where the run starts (get_task)
+        lengths = {
+            "min_train_length": (self.train_lengths[0],),
+            "train_length": (self.train_length,),
+            "test_lengths": self.test_lengths,
+        }
+        for name, values in lengths.items():
+            for n in values:
+                try:
+                    task.check_length(n)
+                except ValueError as error:
+                    raise ValueError(
+                        f"{name} must suit task {self.task!r}: {error}"
+                    ) from None
+
     def attention(self, **settings: Any) -> AttentionConfig:
         """The attention settings of a run's model: its sizes plus ``settings``.
 
@@ -273,8 +358,46 @@ class Config(Settings):
 
     @property
     def max_length(self) -> int:
-        """The longest sequence the model will see: sizes absolute position tables."""
+        """The longest sequence the model will see."""
         return max(self.train_length, *self.test_lengths)
+
+    @property
+    def position_range(self) -> int | None:
+        """``P`` of randomised positions, or ``None`` (positions ``0 .. n - 1``).
+
+        ``random_positions`` when set; else ``DEFAULT_POSITION_RANGE`` for a
+        scheme whose name ends in ``RANDOMISED``; else ``None``.
+        """
+        if self.random_positions is not None:
+            return self.random_positions
+        if self.scheme.endswith(RANDOMISED):
+            return DEFAULT_POSITION_RANGE
+        return None
+
+    @property
+    def table_length(self) -> int:
+        """Rows of an absolute position table: ``position_range`` or ``max_length``."""
+        found = self.position_range
+        return self.max_length if found is None else found
+
+    @property
+    def train_lengths(self) -> tuple[int, ...]:
+        """The lengths of the training sequences: ``min_train_length .. L`` or ``(L,)``.
+        """
+        low = self.train_length if self.min_train_length is None else (
+            self.min_train_length
+        )
+        return tuple(range(low, self.train_length + 1))
+
+    def to_dict(self) -> dict[str, object]:
+        """The settings as a JSON-ready dict, without the ``OPTIONAL_FIELDS`` that
+        are off: a run that does not use them keeps the key it had without them.
+        """
+        return {
+            k: v
+            for k, v in super().to_dict().items()
+            if not (k in OPTIONAL_FIELDS and v is None)
+        }
 
 
 
@@ -311,6 +434,9 @@ def model_seed(config: Config) -> int:
 
 
 __all__ = [
+    "DEFAULT_POSITION_RANGE",
+    "OPTIONAL_FIELDS",
+    "RANDOMISED",
     "SETTINGS",
     "Config",
     "Settings",

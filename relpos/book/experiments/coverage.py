@@ -57,7 +57,7 @@ from relpos.checks import check_int
 from relpos.positions import position_index, relative_positions
 from relpos.schemes.registry import PositionEntries, build_attention, resolve
 from .config import Config
-from .schemes import Registered
+from .schemes import RANDOMISED_SCHEMES, Registered
 from .tasks import get_task
 
 
@@ -125,15 +125,14 @@ def scored_positions(config: Config, n: int) -> torch.Tensor:
     """The query positions the task scores at length ``n`` (its ``scored`` rule).
 
     Shift tasks score ``i >= shift``, ``window`` ``i >= width``, ``absolute`` every
-    position; read from the task's own rule on a sequence of one token.
+    position, a layout (``copy``, ``mqar``, ...) its answer slots; read from the
+    task's own rule on one sequence (``Task.scored_at``).
 
     Shapes:
         output: ``(n,)`` bool
     """
     n = check_int("n", n, minimum=1)
-    task = get_task(config.task)
-    tokens = torch.zeros(1, n, dtype=torch.long)  # (1, n)
-    return task.scored(task.labels(tokens))[0]  # (n,)
+    return get_task(config.task).scored_at(n)  # (n,)
 
 
 # -- the readers ---------------------------------------------------------------
@@ -203,6 +202,19 @@ for _name, _reader in {
     },
 }.items():
     register_reader(_name, _reader)
+
+
+def _reader_of(base: str) -> Reader:
+    def read(config: Config, n: int) -> dict[str, Entries]:
+        return READERS[base](config, n)
+
+    read.__name__ = read.__qualname__ = f"reader_of_{base}"
+    return read
+
+
+# A scheme with randomised positions reads the entries of the scheme it builds.
+for _name, _base in RANDOMISED_SCHEMES.items():
+    register_reader(_name, _reader_of(_base))
 
 
 def read_entries(config: Config, n: int) -> dict[str, Entries]:
@@ -277,7 +289,7 @@ class Coverage:
 
     Attributes:
         scheme, setting, task: from the config.
-        train_length: ``L``, the length of every training sequence.
+        train_length: ``L``, the length of the longest training sequence.
         length: the test length.
         kinds: one :class:`KindCoverage` per entry kind of the scheme.
         untrained_touched: share of scored query positions that read an unseen
@@ -313,13 +325,19 @@ def _share(part: torch.Tensor, whole: torch.Tensor) -> float:
 def coverage(config: Config, length: int) -> Coverage:
     """The entries a length-``length`` sequence reads that training never read.
 
-    Training sequences all have ``config.train_length`` tokens; the pairs read
-    are those of ``config.setting``. Scored positions follow the task's rule.
+    Training sequences have at most ``config.train_length`` tokens (a shorter
+    sequence reads no entry a longer one does not); the pairs read are those of
+    ``config.setting``. Scored positions follow the task's rule. With
+    randomised positions (``config.position_range = P``) a training sequence
+    may sit anywhere in ``0 .. P - 1``, so the trained entries are those of a
+    sequence of ``P`` tokens, and a test sequence (its positions drawn from the
+    same range) reads none that is unseen.
     """
     if not isinstance(config, Config):
         raise TypeError(f"config must be a Config, got {type(config).__name__}")
     length = check_int("length", length, minimum=1)
-    trained = entries_read(config, config.train_length)
+    spread = config.position_range
+    trained = entries_read(config, config.train_length if spread is None else spread)
     pairs = read_pairs(config, length)  # (n, n)
     scored = scored_positions(config, length)  # (n,)
     scored_pairs = pairs & scored[:, None]  # (n, n)

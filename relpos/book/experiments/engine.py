@@ -32,7 +32,13 @@ import torch
 from tqdm import tqdm
 
 from .config import Config, model_seed
-from .measure import attention_peaks, band_profile, evaluate, table_similarity
+from .measure import (
+    attention_peaks,
+    band_profile,
+    evaluate,
+    exact_match,
+    table_similarity,
+)
 from .model import count_parameters
 from .store import KINDS, RunStore
 from .train import initial_model, train
@@ -67,6 +73,10 @@ def run_one(config: Config, *, on_step: Any = None) -> dict[str, Any]:
         "model_seed": model_seed(config),
         "parameters": count_parameters(trained.model),
         "accuracy": {str(n): acc for n, acc in evaluate(trained.model, config).items()},
+        "exact_match": {
+            str(n): share
+            for n, share in evaluate(trained.model, config, metric=exact_match).items()
+        },
         "final_loss": mean_final_loss(trained.losses, config.steps),
         "train_seconds": trained.seconds,
         "band": band,

@@ -2,7 +2,9 @@
 
 - :func:`evaluate`: accuracy at every test length (length generalisation), on
   test sequences seeded by ``(seed, task, length)`` so every scheme of a sweep
-  is tested on the same sequences.
+  is tested on the same sequences; ``evaluate(..., metric=exact_match)`` the
+  share of test sequences whose every scored position is right. A run with
+  randomised positions is measured with them too (``evaluation_positions``).
 - :func:`table_similarity` and :func:`band_profile`: the cosine similarity of
   the rows of a relative table (as the attention reads it, after its
   LayerNorm), and its mean along each diagonal: a *band* shows as similarity
@@ -18,6 +20,8 @@ Shape legend:
 
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 
 from relpos.attention import AttentionScores
@@ -25,10 +29,31 @@ from relpos.embedding import row_cosine_similarity
 from .config import Config, data_seed
 from .emd import EnhancedMaskDecoder
 from .model import TinyModel
+from .randomised import evaluation_positions
 from .tasks import Task, get_task
+
+Metric = Callable[[TinyModel, Task, torch.Tensor, torch.Tensor], float]
 
 
 @torch.no_grad()
+def predict(model: TinyModel, tokens: torch.Tensor) -> torch.Tensor:
+    """The top class at every position, in evaluation mode.
+
+    A model of a run with randomised positions reads the positions of
+    ``evaluation_positions`` (seeded by the run's seed, task and ``n``).
+
+    Shapes:
+        tokens: ``(b, n)``
+        output: ``(b, n)``
+    """
+    was_training = model.training
+    model.eval()
+    positions = evaluation_positions(model.config, *tokens.shape)  # (b, n) or None
+    predicted = model(tokens, positions=positions).argmax(-1)  # (b, n)
+    model.train(was_training)
+    return predicted
+
+
 def accuracy(
     model: TinyModel, task: Task, tokens: torch.Tensor, labels: torch.Tensor
 ) -> float:
@@ -38,12 +63,38 @@ def accuracy(
         tokens, labels: ``(b, n)``
         output: a float in ``[0, 1]``
     """
-    was_training = model.training
-    model.eval()
-    predicted = model(tokens).argmax(-1)  # (b, n)
-    model.train(was_training)
+    predicted = predict(model, tokens)  # (b, n)
     scored = task.scored(labels)  # (b, n)
     return ((predicted == labels) & scored).sum().item() / max(1, int(scored.sum()))
+
+
+def exact_share(
+    predicted: torch.Tensor, labels: torch.Tensor, scored: torch.Tensor
+) -> float:
+    """Share of the sequences (with a scored position) whose scored positions are right.
+
+    0 when no sequence has a scored position (as ``accuracy`` gives then).
+
+    Shapes:
+        predicted, labels, scored: ``(b, n)``
+        output: a float in ``[0, 1]``
+    """
+    wrong = (predicted != labels) & scored  # (b, n)
+    counted = scored.any(-1)  # (b,)
+    right = counted & ~wrong.any(-1)  # (b,)
+    return int(right.sum()) / max(1, int(counted.sum()))
+
+
+def exact_match(
+    model: TinyModel, task: Task, tokens: torch.Tensor, labels: torch.Tensor
+) -> float:
+    """Share of the sequences whose every scored position the model gets right.
+
+    Shapes:
+        tokens, labels: ``(b, n)``
+        output: a float in ``[0, 1]``
+    """
+    return exact_share(predict(model, tokens), labels, task.scored(labels))
 
 
 def evaluation_set(config: Config, length: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -56,11 +107,14 @@ def evaluation_set(config: Config, length: int) -> tuple[torch.Tensor, torch.Ten
     return task.sample(config.test_size, length, seed=data_seed(config, length, "test"))
 
 
-def evaluate(model: TinyModel, config: Config) -> dict[int, float]:
-    """Accuracy at every length of ``config.test_lengths``."""
+def evaluate(
+    model: TinyModel, config: Config, *, metric: Metric = accuracy
+) -> dict[int, float]:
+    """``metric`` (accuracy, or :func:`exact_match`) at every length of
+    ``config.test_lengths``."""
     task = get_task(config.task)
     return {
-        n: accuracy(model, task, *evaluation_set(config, n))
+        n: metric(model, task, *evaluation_set(config, n))
         for n in config.test_lengths
     }
 
@@ -266,7 +320,10 @@ __all__ = [
     "band_profile",
     "by_distance",
     "evaluate",
+    "exact_match",
+    "exact_share",
     "mean_scores",
+    "predict",
     "relative_table",
     "table_similarity",
     "evaluation_set",

@@ -9,8 +9,13 @@ In the causal setting (``config.causal``) the scheme builds its attention
 causal, so each position reads only itself and the positions before it;
 nothing else in the model changes.
 
+Randomised positions (``config.position_range``) reach the scheme as
+``positions=(b, n)``; the model itself draws none (training and measurement
+do, seeded).
+
 Shapes:
     tokens: ``(b, n)`` int; attention_mask: ``(b, n)``, 1 = token
+    positions: ``(b, n)`` int or None
     logits: ``(b, n, classes)``
 """
 
@@ -31,7 +36,8 @@ class TinyModel(nn.Module):
 
     Args:
         config: the run's settings; ``config.scheme`` picks the position scheme,
-            ``config.task`` the vocabulary and the number of classes.
+            ``config.task`` the vocabulary (``Task.input_size`` token ids) and
+            the number of classes.
         vocab_size, num_classes: given both, they replace the task's (the
             language models of ``relpos.book.text``, whose task is the corpus).
 
@@ -43,8 +49,8 @@ class TinyModel(nn.Module):
         classifier: ``nn.Linear(hidden, num_classes)``.
 
     Shapes:
-        forward: tokens ``(b, n)``, attention_mask ``(b, n)`` or None
-            -> logits ``(b, n, classes)``
+        forward: tokens ``(b, n)``, attention_mask ``(b, n)`` or None,
+            positions ``(b, n)`` or None -> logits ``(b, n, classes)``
     """
 
     def __init__(
@@ -62,7 +68,7 @@ class TinyModel(nn.Module):
             )
         if vocab_size is None:
             task = get_task(config.task)
-            vocab_size, num_classes = task.vocab_size, task.num_classes
+            vocab_size, num_classes = task.input_size, task.num_classes
         vocab_size = check_int("vocab_size", vocab_size, minimum=1)
         num_classes = check_int("num_classes", num_classes, minimum=1)
         self.config = config
@@ -73,23 +79,35 @@ class TinyModel(nn.Module):
         self.classifier = nn.Linear(config.hidden_size, num_classes)
 
     def forward(
-        self, tokens: torch.Tensor, attention_mask: torch.Tensor | None = None
+        self,
+        tokens: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Logits of every class at every position.
 
+        ``positions`` (randomised positions): each sequence's positions instead
+        of ``0 .. n - 1``, for a scheme that takes them.
+
         Shapes:
             tokens: ``(b, n)``; attention_mask: ``(b, n)`` or None
+            positions: ``(b, n)`` or None
             output: ``(b, n, classes)``
         """
-        hidden = self.embed(tokens)  # (b, n, hidden)
-        hidden = self.encoder(hidden, attention_mask)  # (b, n, hidden)
+        hidden = self.embed(tokens, positions)  # (b, n, hidden)
+        if positions is None:
+            hidden = self.encoder(hidden, attention_mask)  # (b, n, hidden)
+        else:
+            hidden = self.encoder(hidden, attention_mask, positions=positions)
         return self.classifier(hidden)  # (b, n, classes)
 
-    def embed(self, tokens: torch.Tensor) -> torch.Tensor:
+    def embed(
+        self, tokens: torch.Tensor, positions: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """What the encoder receives: ``LayerNorm(token embedding + input positions)``.
 
         Shapes:
-            tokens: ``(b, n)``
+            tokens: ``(b, n)``; positions: ``(b, n)`` or None
             output: ``(b, n, hidden)``
         """
         if (
@@ -107,7 +125,13 @@ class TinyModel(nn.Module):
             )
         hidden = self.token_embedding(tokens)  # (b, n, hidden)
         if self.input_positions is not None:
-            hidden = hidden + self.input_positions(tokens.shape[1])  # (b, n, hidden)
+            n = tokens.shape[1]
+            table = (
+                self.input_positions(n)
+                if positions is None
+                else self.input_positions(n, positions)
+            )  # (n, hidden) or (b, n, hidden)
+            hidden = hidden + table  # (b, n, hidden)
         return self.embedding_norm(hidden)
 
 

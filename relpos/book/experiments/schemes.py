@@ -16,8 +16,13 @@ The builder contract (what :func:`register_scheme` accepts)::
   ``hidden_states (b, n, hidden)`` and ``attention_mask (b, n)`` (1 for a token,
   0 for padding) or ``None``, returning ``(b, n, hidden)``. Relative schemes put
   their information here, inside attention.
+- Randomised positions (``config.position_range``, Ruoss et al. 2023) reach
+  both as ``positions=(b, n)``: ``input_positions(n, positions)`` returns
+  ``(b, n, hidden)``, and ``encoder(hidden_states, attention_mask,
+  positions=positions)``. A scheme whose modules take no ``positions`` cannot
+  be randomised (:func:`check_randomisable`).
 - Read the sizes from ``config`` (``hidden_size``, ``num_heads``, ``num_layers``,
-  ``intermediate_size``, and ``max_length`` for a table of absolute positions)
+  ``intermediate_size``, and ``table_length`` for a table of absolute positions)
   and create every parameter inside the builder: the caller seeds torch just
   before calling it, so a run's initial weights depend on its seed alone.
 - For a fair comparison, build the encoder from the same block as the others:
@@ -101,6 +106,16 @@ The ablations of ``deberta`` (each differs from it in one setting):
 and of ``shaw``: ``shaw-keys``, Shaw's relative keys without relative values
 (``relative_values=False``).
 
+Randomised positions (Ruoss et al. 2023), as schemes of their own so that one
+sweep holds them beside the plain ones (``RANDOMISED_SCHEMES``):
+``absolute-randomised`` and ``rotary-randomised`` build exactly ``absolute`` and
+``rotary`` (the table holds ``P`` rows), and every sequence they train or are
+evaluated on takes an ordered random subset of ``0 .. P - 1`` as its positions
+(``config.position_range``; ``P = 256`` unless ``random_positions`` says
+otherwise). ``random_positions`` does the same for any scheme that takes
+positions; ``none`` has no positions to randomise and ``deberta-emd``'s decoder
+table takes none, so both refuse it (``ValueError``).
+
 The causal forms (``config.setting == "causal"``, ``config.causal``): every
 scheme builds its attention causal, so a query gives no weight to the keys after
 it, and nothing else in the model changes:
@@ -119,7 +134,7 @@ it, and nothing else in the model changes:
   layers and in both decoder passes.
 
 Shapes:
-    input_positions(n): ``(n, hidden)``
+    input_positions(n): ``(n, hidden)``; with positions ``(b, n)``: ``(b, n, hidden)``
     encoder(hidden_states ``(b, n, hidden)``, attention_mask ``(b, n)``)
         -> ``(b, n, hidden)``
 """
@@ -127,6 +142,7 @@ Shapes:
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 from collections.abc import Iterator, MutableMapping
 from typing import Any, Callable, TypeVar
@@ -134,13 +150,13 @@ from typing import Any, Callable, TypeVar
 import torch
 from torch import nn
 
-from relpos.checks import check_int
+from relpos.checks import check_index, check_int, check_int_tensor
 from relpos.config import AttentionConfig
 from relpos.core import SelfAttention
 from relpos.embedding import sinusoidal_table
 from relpos.schemes import ATTENTIONS
 from relpos.schemes.registry import build_attention, scheme_names
-from .config import Config
+from .config import RANDOMISED, Config
 
 PositionParts = tuple["nn.Module | None", nn.Module]
 SchemeBuilder = Callable[[Config], PositionParts]
@@ -154,11 +170,14 @@ class LearnedPositions(nn.Module):
     """A learned table of absolute positions, one row per position (BERT).
 
     Rows are initialised like the token embeddings (normal, std
-    ``EMBEDDING_STD``). A sequence longer than ``max_length`` is refused.
+    ``EMBEDDING_STD``). A sequence longer than ``max_length`` is refused, and so
+    is a position outside the table. ``positions`` (randomised positions) picks
+    the rows of each sequence instead of ``0 .. n - 1``.
 
     Shapes:
         weight: ``(max_length, hidden)``
-        forward(n) -> ``(n, hidden)``
+        forward(n) -> ``(n, hidden)``; forward(n, positions ``(b, n)``)
+            -> ``(b, n, hidden)``
     """
 
     def __init__(self, max_length: int, hidden_size: int) -> None:
@@ -167,7 +186,9 @@ class LearnedPositions(nn.Module):
         hidden = check_int("hidden_size", hidden_size, minimum=1)
         self.weight = nn.Parameter(torch.randn(self.max_length, hidden) * EMBEDDING_STD)
 
-    def forward(self, seq_len: int) -> torch.Tensor:
+    def forward(
+        self, seq_len: int, positions: torch.Tensor | None = None
+    ) -> torch.Tensor:
         seq_len = check_int("seq_len", seq_len, minimum=1)
         if seq_len > self.max_length:
             raise ValueError(
@@ -175,7 +196,31 @@ class LearnedPositions(nn.Module):
                 "absolute "
                 f"table, got {seq_len}"
             )
-        return self.weight[:seq_len]  # (n, hidden)
+        if positions is None:
+            return self.weight[:seq_len]  # (n, hidden)
+        check_positions(positions, seq_len, self.max_length)
+        return self.weight[positions]  # (b, n, hidden)
+
+
+def check_positions(
+    positions: object, seq_len: int, rows: int | None = None
+) -> torch.Tensor:
+    """``positions``: an integer ``(b, seq_len)`` tensor of rows ``0 .. rows - 1``
+    (of any row ``>= 0`` when ``rows`` is None).
+
+    Shapes:
+        positions: ``(b, n)``
+    """
+    positions = check_int_tensor("positions", positions)
+    if positions.dim() != 2 or positions.shape[1] != seq_len:
+        raise ValueError(
+            f"positions must have shape (b, {seq_len}), got {tuple(positions.shape)}"
+        )
+    if rows is not None:
+        return check_index("positions", positions, rows, "(b, n)")
+    if positions.numel() and int(positions.min()) < 0:
+        raise ValueError(f"positions must be >= 0, got {int(positions.min())}")
+    return positions
 
 
 class SinusoidalPositions(nn.Module):
@@ -183,10 +228,12 @@ class SinusoidalPositions(nn.Module):
 
     Row ``i`` is ``sinusoidal_table``'s row of distance ``i``, scaled by
     ``EMBEDDING_STD * sqrt(2)`` so that its root mean square equals that of the
-    token embeddings at initialisation. No parameters; any length works.
+    token embeddings at initialisation. No parameters; any length works, and
+    any positions (randomised positions) given as ``positions``.
 
     Shapes:
-        forward(n) -> ``(n, hidden)``
+        forward(n) -> ``(n, hidden)``; forward(n, positions ``(b, n)``)
+            -> ``(b, n, hidden)``
     """
 
     def __init__(self, hidden_size: int) -> None:
@@ -194,12 +241,19 @@ class SinusoidalPositions(nn.Module):
         self.hidden_size = check_int("hidden_size", hidden_size, minimum=1)
         self.scale = EMBEDDING_STD * math.sqrt(2.0)
 
-    def forward(self, seq_len: int) -> torch.Tensor:
+    def forward(
+        self, seq_len: int, positions: torch.Tensor | None = None
+    ) -> torch.Tensor:
         seq_len = check_int("seq_len", seq_len, minimum=1)
-        table = sinusoidal_table(
-            seq_len, self.hidden_size
-        )  # (2n, hidden): distances -n..n-1
-        return table[seq_len:] * self.scale  # (n, hidden): positions 0..n-1
+        if positions is None:
+            table = sinusoidal_table(
+                seq_len, self.hidden_size
+            )  # (2n, hidden): distances -n..n-1
+            return table[seq_len:] * self.scale  # (n, hidden): positions 0..n-1
+        positions = check_positions(positions, seq_len)
+        rows = int(positions.max()) + 1 if positions.numel() else 1
+        table = sinusoidal_table(rows, self.hidden_size)[rows:]  # (rows, hidden)
+        return table[positions] * self.scale  # (b, n, hidden)
 
 
 class ContentSelfAttention(SelfAttention):
@@ -232,10 +286,16 @@ class AttentionEncoder(nn.Module):
         self.layers = nn.ModuleList(layers)
 
     def forward(
-        self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        positions: torch.Tensor | None = None,
     ) -> torch.Tensor:
         for layer in self.layers:
-            hidden_states = layer(hidden_states, attention_mask)  # (b, n, hidden)
+            hidden_states = layer(
+                hidden_states, attention_mask, positions=positions
+            )  # (b, n, hidden)
         return hidden_states
 
 
@@ -305,7 +365,7 @@ def _none(config: Config) -> PositionParts:
 
 
 def _absolute(config: Config) -> PositionParts:
-    positions = LearnedPositions(config.max_length, config.hidden_size)
+    positions = LearnedPositions(config.table_length, config.hidden_size)
     return positions, content_encoder(config)
 
 
@@ -490,6 +550,15 @@ SCHEMES: MutableMapping[str, SchemeBuilder] = Registered(
 )
 
 
+#: The schemes trained with randomised positions and the scheme each one builds
+#: (with that scheme's own builder: the same modules, a table of ``P`` rows).
+RANDOMISED_SCHEMES: dict[str, str] = {
+    f"{base}{RANDOMISED}": base for base in ("absolute", "rotary")
+}
+for _variant, _base in RANDOMISED_SCHEMES.items():
+    SCHEMES[_variant] = SCHEMES[_base]
+
+
 def register_scheme(
     name: str, builder: SchemeBuilder, *, replace: bool = False
 ) -> None:
@@ -522,6 +591,45 @@ def register_scheme(
     SCHEMES[name] = builder
 
 
+def _takes_positions(module: nn.Module) -> bool:
+    return "positions" in inspect.signature(module.forward).parameters
+
+
+def _content_only(encoder: nn.Module) -> bool:
+    """Whether ``encoder`` attends by content alone (no position inside attention)."""
+    return isinstance(encoder, AttentionEncoder) and all(
+        type(layer.attention) is ContentSelfAttention for layer in encoder.layers
+    )
+
+
+def check_randomisable(name: str, parts: PositionParts) -> None:
+    """Refuse randomised positions for a scheme that cannot take them.
+
+    A scheme can when it has positions (input positions, or a position signal
+    inside attention) and every module that holds them takes ``positions``.
+    ``ValueError`` naming the scheme otherwise: ``none`` has no positions,
+    ``deberta-emd``'s decoder reads its absolute table by ``n`` alone.
+    """
+    input_positions, encoder = parts
+    inside = not _content_only(encoder)
+    if input_positions is None and not inside:
+        raise ValueError(
+            f"scheme {name!r} has no positions to randomise; random_positions "
+            "needs a scheme with positions (absolute, rotary, t5, ...)"
+        )
+    refusing = [
+        module
+        for module, used in ((input_positions, True), (encoder, inside))
+        if module is not None and used and not _takes_positions(module)
+    ]
+    if refusing:
+        raise ValueError(
+            f"scheme {name!r} cannot take randomised positions (random_positions): "
+            f"{type(refusing[0]).__name__} reads positions without a positions "
+            "argument"
+        )
+
+
 def build_scheme(name: str, config: Config) -> PositionParts:
     """Call the builder registered as ``name`` and check what it returns.
     """
@@ -541,6 +649,8 @@ def build_scheme(name: str, config: Config) -> PositionParts:
         )
     if not isinstance(encoder, nn.Module):
         raise TypeError(f"scheme {name!r}: encoder must be an nn.Module")
+    if config.position_range is not None:
+        check_randomisable(name, parts)
     return input_positions, encoder
 
 
@@ -550,6 +660,7 @@ __all__ = [
     "DEBERTA_SETTINGS",
     "EMBEDDING_STD",
     "LearnedPositions",
+    "RANDOMISED_SCHEMES",
     "Registered",
     "SCHEMES",
     "SchemeBuilder",
@@ -557,6 +668,8 @@ __all__ = [
     "attention_encoder",
     "attention_scheme",
     "build_scheme",
+    "check_positions",
+    "check_randomisable",
     "content_encoder",
     "deberta_ablation",
     "deberta_attention",

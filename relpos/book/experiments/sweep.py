@@ -33,12 +33,13 @@ The JSON (``SCHEMA = 3``)::
      "tasks": {name: {"description", "kind", "param", "vocab_size", "chance"}},
      "runs": [{"setting", "task", "scheme", "train_size", "seed", "learning_rate",
                "model_seed", "parameters", "accuracy": {"<length>": float},
-               "final_loss", "train_seconds",
+               "exact_match": {"<length>": float}, "final_loss", "train_seconds",
                "band": {"trained": [...], "initial": [...]} or null,
                "attention_peaks": [one distance per head] or null}],
      "summary": [{"setting", "task", "scheme", "train_size", "length",
                   "mean", "std", "min", "max", "n", "interval": [low, high],
                   "values": [one per seed]}],
+     "exact": [the rows of "summary", over each run's exact_match],
      "coverage": [{"setting", "task", "scheme", "length", "kind", "learned",
                    "unseen", "touched", "pair_fraction"}],
      "wall_seconds": float, "run_seconds": float}
@@ -70,6 +71,11 @@ task, scheme, train size, seed), whatever order the runs finished in;
 ``run_seconds`` is the sum of every run's own training time (tuning runs
 included, and runs read back from the runs folder); ``wall_seconds`` the time
 of this invocation.
+
+``exact_match`` is the share of a run's test sequences whose every scored
+position is right (exact-match accuracy, the metric of Delétang et al. 2023
+and Kazemnejad et al. 2023); ``exact`` summarises it as ``summary`` does
+``accuracy``.
 
 ``band`` (DeBERTa schemes only) is :func:`band_profile` of the table's row
 similarity after and before training: entry ``o`` is the mean cosine
@@ -153,18 +159,21 @@ def compare(
     return {name: run_one(config.replace(scheme=name)) for name in names}
 
 
-def summarize(runs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def summarize(
+    runs: Iterable[dict[str, Any]], metric: str = "accuracy"
+) -> list[dict[str, Any]]:
     """Mean, sample standard deviation, minimum, maximum, interval, every seed's value.
 
     One row per (setting, task, scheme, train size, length), in the order the
-    runs come; ``values`` lists the accuracy of each run of the cell in that
-    order (one per seed); ``interval`` is the 95% bootstrap interval of the
-    mean over the seeds (``relpos.book.stats``; ``None`` for one seed). A run
-    without ``setting`` (schema 1) is an encoder run.
+    runs come; ``values`` lists the ``metric`` (``"accuracy"`` or
+    ``"exact_match"``) of each run of the cell in that order (one per seed);
+    ``interval`` is the 95% bootstrap interval of the mean over the seeds
+    (``relpos.book.stats``; ``None`` for one seed). A run without ``setting``
+    (schema 1) is an encoder run; a run without the metric adds nothing.
     """
     cells: dict[SummaryKey, list[float]] = {}
     for run in runs:
-        for length, acc in run["accuracy"].items():
+        for length, acc in run.get(metric, {}).items():
             key = (
                 run.get("setting", "encoder"),
                 run["task"],
@@ -411,6 +420,7 @@ def run_sweep(
             },
             "runs": runs,
             "summary": summarize(runs),
+            "exact": summarize(runs, "exact_match"),
             "coverage": [
                 row
                 for s, t, m in cells

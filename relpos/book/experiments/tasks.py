@@ -25,11 +25,18 @@ the tokens, so the same seed always gives the same data.
   matter alike, so a table whose neighbouring rows are similar (a band) would
   help here if anywhere.
 
+Tasks whose needed distance grows with the length (``copy``, ``reverse``,
+``mqar``, ``addition``; layouts, distances and chance levels in
+``relpos.book.experiments.layouts``) lay out a problem in each sequence and
+score only its answer slots; every other position is labelled ``IGNORE`` and
+skipped by the loss.
+
 ``Task.chance`` is the accuracy of a uniform guess over the tokens (or the
-residues): ``1 / vocab_size`` or ``1 / modulus``. On ``window`` the answer is a
-maximum of six tokens and leans to the large ones: always guessing the largest
-token is right with probability ``1 - (15/16)^6``, about 0.32, well above
-``chance``, which stays the uniform guess.
+residues): ``1 / vocab_size`` or ``1 / modulus``; ``Task.exact_chance(n)`` the
+chance that such guesses get every scored position of a sequence right. On
+``window`` the answer is a maximum of six tokens and leans to the large ones:
+always guessing the largest token is right with probability ``1 - (15/16)^6``,
+about 0.32, well above ``chance``, which stays the uniform guess.
 
 Shape legend:
     tokens, labels: ``(b, n)``, ``torch.long``; b sequences of length n
@@ -43,11 +50,16 @@ import torch
 
 from relpos.checks import check_choice, check_int
 
+from .layouts import IGNORE, LAYOUTS, layout_labels, sample_tokens
+
 VOCAB_SIZE = 16
 NO_TOKEN = VOCAB_SIZE  # the class of "no token that far back"
 
-#: The label rules a ``Task`` can have.
-KINDS = ("shift", "window", "position")
+#: The label rules a ``Task`` can have: three of a fixed offset or position, and
+#: the layouts of ``layouts`` (a distance that grows with the length).
+KINDS = ("shift", "window", "position", *LAYOUTS)
+#: The kinds without a parameter (their ``param`` is 0).
+NO_PARAM = ("copy", "reverse", "addition")
 
 
 def shifted_labels(
@@ -107,10 +119,13 @@ class Task:
     Attributes:
         name: the registry name.
         kind: ``"shift"`` (output the token ``param`` back), ``"window"`` (the
-            largest of the ``param`` tokens before) or ``"position"`` (output
-            ``i mod param``).
-        param: the shift, the window width or the modulus.
-        vocab_size: input tokens are ``0 .. vocab_size - 1``.
+            largest of the ``param`` tokens before), ``"position"`` (output
+            ``i mod param``), or a layout of ``layouts``: ``"copy"``,
+            ``"reverse"``, ``"mqar"``, ``"addition"``.
+        param: the shift, the window width, the modulus, the number of keys
+            (``mqar``), or 0 (``copy``, ``reverse``, ``addition``).
+        vocab_size: the symbols a label names (and, for the first three kinds,
+            every input token): ``0 .. vocab_size - 1``; the base of ``addition``.
         description: one line for tables and figures.
 
     Shapes:
@@ -126,19 +141,61 @@ class Task:
 
     def __post_init__(self) -> None:
         check_choice("kind", self.kind, KINDS)
-        check_int("param", self.param, minimum=2 if self.kind == "position" else 1)
+        if self.kind in NO_PARAM:
+            if self.param != 0:
+                raise ValueError(
+                    f"param must be 0 for a {self.kind} task, got {self.param!r}"
+                )
+        else:
+            check_int("param", self.param, minimum=2 if self.kind == "position" else 1)
         check_int("vocab_size", self.vocab_size, minimum=2)
 
     @property
     def num_classes(self) -> int:
-        """Output classes: tokens + ``NO_TOKEN`` (shift, window), or ``param``
-        (position)."""
+        """Output classes: tokens + ``NO_TOKEN`` (shift, window), ``param``
+        (position), or the ``vocab_size`` symbols (the layouts)."""
+        if self.kind in LAYOUTS:
+            return self.vocab_size
         return self.param if self.kind == "position" else self.vocab_size + 1
+
+    @property
+    def input_size(self) -> int:
+        """Input token ids: ``vocab_size``, plus a layout's keys and own tokens."""
+        if self.kind in LAYOUTS:
+            return LAYOUTS[self.kind].input_size(self.vocab_size, self.param)
+        return self.vocab_size
 
     @property
     def chance(self) -> float:
         """Accuracy of a uniform guess: ``1 / vocab_size`` or ``1 / modulus``."""
         return 1.0 / (self.param if self.kind == "position" else self.vocab_size)
+
+    def exact_chance(self, n: int) -> float:
+        """The chance that uniform guesses get all scored positions of a sequence.
+
+        ``chance ** s`` with ``s`` the scored positions of a length-``n`` sequence
+        (the same for every sequence of that length).
+        """
+        return self.chance ** int(self.scored_at(n).sum())
+
+    def check_length(self, n: int) -> int:
+        """``n`` if this task has sequences of that length (``ValueError`` if not).
+
+        Every length works for the first three kinds; a layout needs room for a
+        problem of size 1 (and ``mqar`` one key per pair).
+        """
+        if self.kind in LAYOUTS:
+            return LAYOUTS[self.kind].check_length(n, self.param)
+        return check_int("length", n, minimum=1)
+
+    def scored_at(self, n: int) -> torch.Tensor:
+        """Which positions of a length-``n`` sequence are scored (any sequence).
+
+        Shapes:
+            output: ``(n,)`` bool
+        """
+        _, labels = self.sample(1, n, seed=0)  # (1, n)
+        return self.scored(labels)[0]
 
     def labels(self, tokens: torch.Tensor) -> torch.Tensor:
         """The label of every position of ``tokens``.
@@ -147,6 +204,8 @@ class Task:
             tokens: ``(b, n)``
             output: ``(b, n)``
         """
+        if self.kind in LAYOUTS:
+            return layout_labels(self.kind, tokens, self.vocab_size, self.param)
         if self.kind == "shift":
             return shifted_labels(tokens, self.param, no_token=self.vocab_size)
         if self.kind == "window":
@@ -158,12 +217,15 @@ class Task:
 
         The model is trained on every label, ``NO_TOKEN`` included, but a model
         that only learnt "no token" would otherwise score ``shift / n`` (or
-        ``width / n``) for free.
+        ``width / n``) for free. A layout scores its answer slots: every label
+        but ``IGNORE`` (which the loss skips).
 
         Shapes:
             labels: ``(b, n)``
             output: ``(b, n)`` bool
         """
+        if self.kind in LAYOUTS:
+            return labels != IGNORE
         if self.kind != "position":
             return labels != self.vocab_size
         return torch.ones_like(labels, dtype=torch.bool)
@@ -179,11 +241,17 @@ class Task:
             output: tokens and labels, each ``(num_sequences, length)``
         """
         num_sequences = check_int("num_sequences", num_sequences, minimum=1)
-        length = check_int("length", length, minimum=1)
+        length = self.check_length(length)
         generator = torch.Generator().manual_seed(check_int("seed", seed, minimum=0))
-        tokens = torch.randint(
-            self.vocab_size, (num_sequences, length), generator=generator
-        )  # (b, n)
+        if self.kind in LAYOUTS:
+            tokens = sample_tokens(
+                self.kind, num_sequences, length, self.vocab_size, self.param,
+                generator,
+            )  # (b, n)
+        else:
+            tokens = torch.randint(
+                self.vocab_size, (num_sequences, length), generator=generator
+            )  # (b, n)
         return tokens, self.labels(tokens)
 
 
@@ -201,6 +269,22 @@ TASKS: dict[str, Task] = {
         6,
         description="output the max of the 6 prior tokens",
     ),
+    "copy": Task(
+        "copy", "copy", 0, description="copy the tokens before SEP after it"
+    ),
+    "reverse": Task(
+        "reverse", "reverse", 0, description="write the tokens before SEP reversed"
+    ),
+    "mqar": Task(
+        "mqar", "mqar", 96, description="recall the value paired with each query key"
+    ),
+    "addition": Task(
+        "addition",
+        "addition",
+        0,
+        vocab_size=10,
+        description="add two interleaved decimal numbers, least significant first",
+    ),
 }
 
 
@@ -210,7 +294,9 @@ def get_task(name: str) -> Task:
 
 
 __all__ = [
+    "IGNORE",
     "KINDS",
+    "NO_PARAM",
     "NO_TOKEN",
     "TASKS",
     "Task",

@@ -7,6 +7,14 @@ over the first tenth of the steps and then decayed linearly to zero. Dropout is
 off, so nothing random happens inside a step; with deterministic algorithms on,
 the same config on the same machine gives the same weights, bit for bit.
 
+With ``min_train_length`` the training set holds sequences of every length
+from it to ``L`` (:func:`training_set`), and each step draws one length, then
+its batch from the sequences of that length (as Delétang et al. 2023 and Ruoss
+et al. 2023 sample a length per batch). With randomised positions
+(``config.position_range``) every step draws each sequence's positions
+(``randomised.draw_positions``) from a generator of its own, so the batches are
+those of the same run without them.
+
 Shape legend:
     tokens, labels: ``(b, n)``; logits: ``(b, n, classes)``
 """
@@ -23,8 +31,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .config import Config, data_seed, model_seed
+from .config import Config, data_seed, derive_seed, model_seed
 from .model import TinyModel
+from .randomised import draw_positions
 from .tasks import get_task
 
 
@@ -112,6 +121,29 @@ def initial_model(config: Config, *, seed: int | None = None) -> TinyModel:
         return TinyModel(config)
 
 
+def training_set(config: Config) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """The training sequences, grouped by length: one ``(tokens, labels)`` per length.
+
+    Without ``min_train_length``: ``train_size`` sequences of length ``L``,
+    seeded by ``data_seed(config, L, "train")``. With it: the ``train_size``
+    sequences are shared out over the lengths ``min_train_length .. L`` as
+    evenly as can be (the shorter lengths get the one left over), each length
+    seeded by its own ``data_seed``; a length with no share is left out.
+
+    Shapes:
+        output: per length ``n``, tokens and labels ``(count, n)`` each
+    """
+    task = get_task(config.task)
+    lengths = config.train_lengths
+    share, extra = divmod(config.train_size, len(lengths))
+    found = []
+    for index, n in enumerate(lengths):
+        count = share + (1 if index < extra else 0)
+        if count:
+            found.append(task.sample(count, n, seed=data_seed(config, n, "train")))
+    return found  # (count, n) each
+
+
 def train(
     config: Config,
     *,
@@ -125,20 +157,26 @@ def train(
     batch order: an intervention passes the seed of the scheme it changes, so
     that both arms start from the same weights and see the same batches.
     """
-    task = get_task(config.task)
-    tokens, labels = task.sample(
-        config.train_size,
-        config.train_length,
-        seed=data_seed(config, config.train_length, "train"),
-    )  # (train_size, L) each
+    groups = training_set(config)
     seed = model_seed(config) if seed is None else seed
     start = time.perf_counter()
     model = initial_model(config, seed=seed)
     order = torch.Generator().manual_seed(seed)
+    places = torch.Generator().manual_seed(derive_seed("positions", seed))
+    spread = config.position_range
 
     def batch_loss(step: int) -> torch.Tensor:
-        rows = torch.randint(config.train_size, (config.batch_size,), generator=order)
-        logits = model(tokens[rows])  # (b, n, classes)
+        group = 0
+        if len(groups) > 1:
+            group = int(torch.randint(len(groups), (1,), generator=order))
+        tokens, labels = groups[group]  # (count, n) each
+        rows = torch.randint(tokens.shape[0], (config.batch_size,), generator=order)
+        positions = None
+        if spread is not None:
+            positions = draw_positions(
+                config.batch_size, tokens.shape[1], spread, places
+            )  # (b, n)
+        logits = model(tokens[rows], positions=positions)  # (b, n, classes)
         return F.cross_entropy(logits.flatten(0, 1), labels[rows].flatten())
 
     with deterministic(seed):
@@ -154,4 +192,5 @@ __all__ = [
     "learning_rate_factor",
     "optimise",
     "train",
+    "training_set",
 ]

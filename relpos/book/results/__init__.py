@@ -35,15 +35,23 @@ def names() -> list[str]:
 
 
 def path(name: str) -> Traversable:
-    """The committed file ``name`` (for example ``"bench_cpu.json"``).
+    """The committed file ``name`` (``"bench_cpu.json"``, ``"protocol/sweep.json"``).
 
     Returns an ``importlib.resources`` traversable: a ``pathlib.Path`` for every
     ordinary install, readable with ``.read_text()`` / ``.read_bytes()`` either way.
     Raises ``FileNotFoundError`` listing the files that exist.
     """
-    if not isinstance(name, str) or not name or "/" in name or "\\" in name:
+    parts = name.split("/") if isinstance(name, str) else []
+    if (
+        not parts
+        or len(parts) > 2
+        or not all(parts)
+        or ".." in parts
+        or "\\" in name
+    ):
         raise ValueError(
-            f"name must be a file name such as 'bench_cpu.json', got {name!r}"
+            "name must be a file name such as 'bench_cpu.json' or one in a "
+            f"subfolder such as 'protocol/sweep.json', got {name!r}"
         )
     file = resources.files(__name__).joinpath(name)
     if not file.is_file():

@@ -190,9 +190,13 @@ def run_job(kind: str, config: Config, threads: int = 1) -> dict[str, Any]:
     return {**record, "job_seconds": time.perf_counter() - start, "measures": MEASURES}
 
 
+#: The folder of the committed sweeps whose settings and rates the cells take.
+SWEEPS = "protocol"
+
+
 @functools.cache
 def _committed(name: str) -> dict[str, Any]:
-    return results.load(name)
+    return results.load(f"{SWEEPS}/{name}")
 
 
 def chosen_rate(result: Mapping[str, Any], cell: Cell) -> float:
