@@ -432,7 +432,7 @@ def test_cli_writes_json_and_figure_and_reproduces(tmp_path):
     main([*argv, "--output", str(output), "--plot", str(figure)])
     data = json.loads(output.read_text())
     assert figure.stat().st_size > 0
-    assert data["schema"] == 2 and data["torch"] == torch.__version__
+    assert data["schema"] == 3 and data["torch"] == torch.__version__
     assert {"processor", "cpu_count", "torch_threads", "platform", "date"} <= set(
         data["machine"]
     )
