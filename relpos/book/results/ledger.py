@@ -118,8 +118,9 @@ def check_record(record: dict[str, Any]) -> dict[str, Any]:
 def check_ledger(ledger: dict[str, Any], folder: Path | None = None) -> list[dict]:
     """The records of ``ledger``, each checked; ids and seed claims unique.
 
-    With ``folder`` (the results folder), each evidence file must be in it and
-    each key a top-level key of its JSON.
+    With ``folder`` (the results folder), each evidence file must be in it or
+    in a subfolder of it (``"protocol/sweep.json"``) and each key a top-level
+    key of its JSON.
     """
     if not isinstance(ledger, dict) or ledger.get("schema") != LEDGER_SCHEMA:
         raise ValueError(f"ledger must be a dict with schema {LEDGER_SCHEMA}")
@@ -132,15 +133,18 @@ def check_ledger(ledger: dict[str, Any], folder: Path | None = None) -> list[dic
         raise ValueError(f"ledger must hold each seed_claim once, got {seeded}")
     if folder is not None:
         for record in records:
-            file = Path(folder) / record["evidence"]["file"]
-            if not file.is_file():
-                raise ValueError(f"record {record['id']} evidence file {file.name} "
-                                 "is not among the results")
+            name = record["evidence"]["file"]
+            parts = name.split("/")
+            file = Path(folder).joinpath(*parts)
+            if len(parts) > 2 or ".." in parts or not file.is_file():
+                raise ValueError(f"record {record['id']} evidence file {name} "
+                                 "must be among the results (a file name, or "
+                                 "a subfolder's 'protocol/sweep.json')")
             data = json.loads(file.read_text(encoding="utf-8"))
             absent = [k for k in record["evidence"]["keys"] if k not in data]
             if absent:
                 raise ValueError(f"record {record['id']} evidence keys {absent} "
-                                 f"are not in {file.name}")
+                                 f"are not in {name}")
     return records
 
 
