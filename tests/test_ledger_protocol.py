@@ -1,0 +1,121 @@
+"""Chapter 12's records: the first pass's rules on the protocol folder, and the
+interventions' rules, each moving its verdict with the numbers it reads.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from relpos.book.experiments.interventions import row_zero as row_zero_runs
+from relpos.book.experiments.interventions import sinusoid as sinusoid_runs
+from relpos.book.experiments.verdicts import interventions, protocol
+from relpos.book.results import ledger
+
+
+def _record(id_: str, verdict: str = "holds", file: str = "sweep.json") -> dict:
+    return {"id": id_, "chapter": 9, "claim": "a claim", "verdict": verdict,
+            "mechanism": "why", "evidence": {"file": file, "keys": ["summary"]},
+            "seeds": 5}
+
+
+def test_a_first_pass_record_moves_to_chapter_12_and_the_subfolder():
+    moved = protocol.as_protocol(_record("encoder-far-txl"))
+    assert moved["id"] == "protocol-encoder-far-txl" and moved["chapter"] == 12
+    assert moved["evidence"] == {"file": "protocol/sweep.json", "keys": ["summary"]}
+
+
+def test_the_ledger_finds_evidence_in_a_subfolder_and_nowhere_else(tmp_path):
+    (tmp_path / "protocol").mkdir()
+    (tmp_path / "protocol" / "sweep.json").write_text(json.dumps({"summary": []}))
+    ok = {"schema": 1, "claims": [_record("a", file="protocol/sweep.json")]}
+    assert ledger.check_ledger(ok, tmp_path)[0]["id"] == "a"
+    for file in ("protocol/other.json", "../protocol/sweep.json", "a/b/sweep.json"):
+        bad = {"schema": 1, "claims": [_record("a", file=file)]}
+        with pytest.raises(ValueError, match="must be among the results"):
+            ledger.check_ledger(bad, tmp_path)
+
+
+def test_a_rule_whose_sweep_has_not_run_gives_no_record(tmp_path):
+    (tmp_path / "protocol").mkdir()
+    with pytest.raises(protocol.NotYetRun):
+        protocol.ProtocolSweeps(tmp_path / "protocol")("sweep.json")
+    assert protocol.records(tmp_path) == []
+    assert interventions.records(tmp_path) == []
+
+
+def test_the_changes_pair_each_protocol_record_with_its_first_pass():
+    records = [_record("x", "holds"), _record("y", "fails")]
+    rerun = [dict(protocol.as_protocol(r), seeds=10, interval=[0.2, 0.25])
+             for r in records]
+    rerun[0]["verdict"] = "qualified"
+    rows = protocol.verdict_changes(records + rerun + [_record("protocol-z")])
+    assert [(r["id"], r["changed"]) for r in rows] == [("x", True), ("y", False)]
+    assert rows[0]["first pass"] == "holds (5 seeds)"
+    assert rows[0]["protocol"] == "qualified (10 seeds)"
+    assert rows[0]["interval"] == "20 to 25%"
+
+
+def test_a_difference_is_shown_only_with_a_small_p_and_an_interval_off_zero():
+    assert interventions.shown({"p_value": 0.01, "interval": [0.1, 0.3],
+                                "mean": 0.2}) == 1
+    assert interventions.shown({"p_value": 0.01, "interval": [-0.3, -0.1],
+                                "mean": -0.2}) == -1
+    assert interventions.shown({"p_value": 0.2, "interval": [0.1, 0.3],
+                                "mean": 0.2}) == 0
+    assert interventions.shown({"p_value": 0.01, "interval": [-0.1, 0.3],
+                                "mean": 0.1}) == 0
+
+
+def _row_zero_result(gain: float) -> dict:
+    """Ten seeds of row 0's arms: intact falls from 1.0 to 0.8; redirect gains ``gain``."""
+    runs = []
+    for size in (32, 512):
+        for seed in range(10):
+            wobble = 0.01 * (seed % 3)
+            intact = {"32": 1.0, "256": 0.8 - wobble}
+            runs.append({
+                "train_size": size, "seed": seed,
+                "arms": {"intact": intact,
+                         "redirected": {"32": 1.0, "256": 0.8 - wobble + gain},
+                         "masked": {"32": 1.0, "256": 0.8 - wobble}},
+                "reads": {"256": {"queries": 0.75}},
+            })
+    return {"interventions": {"row_zero": {
+        "change": "row 0's reads redirected", "runs": runs,
+        "comparisons": row_zero_runs.comparisons(runs)}}}
+
+
+@pytest.mark.parametrize("gain, verdict", [(0.15, "holds"), (0.05, "qualified"),
+                                           (0.0, "fails")])
+def test_row_zeros_verdict_moves_with_what_the_redirect_wins_back(gain, verdict):
+    record = interventions.row_zero(_row_zero_result(gain))
+    assert record["verdict"] == verdict and record["seeds"] == 10
+    assert record["interval"][0] == pytest.approx(gain)
+    assert record["intervention"] == "row 0's reads redirected"
+
+
+def _sinusoid_result(scaled: float) -> dict:
+    runs = []
+    for seed in range(10):
+        for scheme, accuracy in (("sinusoidal", 0.1), ("sinusoidal-scale", scaled),
+                                 ("sinusoidal-scale-dims", 0.1), ("absolute", 0.98)):
+            runs.append({"scheme": scheme, "train_size": 32, "seed": seed,
+                         "arms": {"trained": {"32": accuracy + 0.001 * seed}},
+                         "trained": {"positions_rms": 0.03}})
+    return {"interventions": {"sinusoid_scale": {
+        "change": "a learned scale", "runs": runs,
+        "comparisons": sinusoid_runs.comparisons(runs)}}}
+
+
+@pytest.mark.parametrize("scaled, verdict", [(0.95, "fails"), (0.5, "qualified"),
+                                             (0.1, "holds")])
+def test_the_sinusoids_verdict_moves_with_what_the_scale_buys(scaled, verdict):
+    record = interventions.sinusoid_scale(_sinusoid_result(scaled))
+    assert record["verdict"] == verdict and record["seeds"] == 10
+
+
+def test_a_comparison_the_file_lacks_is_an_error():
+    with pytest.raises(ValueError, match="must hold one comparison"):
+        interventions.comparison(_row_zero_result(0.1), "row_zero", "no such")
