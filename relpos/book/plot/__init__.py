@@ -19,6 +19,7 @@ One module per idea, every figure importable from here (``plot.index_heatmap``):
 - ``text``: the language models on real text: bits per byte by length and by
   position, the tuned learning rates;
 - ``tuning``: a sweep's learning rates, every tuned cell's validation curve;
+- ``interventions``: an intervention's paired comparisons, every seed a pair;
 - ``_style``: the labelled heatmap, the written matrix and the markers they share.
 
 Shape legend:
@@ -28,6 +29,7 @@ Shape legend:
 from __future__ import annotations
 
 from .benchmark import benchmark, position_costs
+from .interventions import paired_seeds
 from .landscape import score_landscape
 from .positions import (
     index_heatmap,
@@ -43,6 +45,7 @@ from .text import bits_by_length, loss_by_position, tuning_curves
 from .tuning import rate_curves
 
 __all__ = [
+    "paired_seeds",
     "rate_curves",
     "relative_position_matrix",
     "index_heatmap",

@@ -337,8 +337,9 @@ def two_hop_path(s: Sweeps) -> dict[str, Any]:
         "untested",
         "Inferred from accuracy alone (T5 "
         f"{percent(s.mean(LAYERS, 'far', 't5', short))} at L with two layers): the "
-        "attention path through the two layers was never measured in the trained "
-        "models.",
+        "sweep never measures the attention path through the two layers; chapter 12 "
+        "measures it and cuts it on the trained weights (record "
+        "intervention-two-hop).",
         (LAYERS, ["summary"]),
         s.values(LAYERS, "far", "t5", short),
     )
@@ -398,8 +399,9 @@ def causal_t5_why(s: Sweeps) -> dict[str, Any]:
         f"Behind the query the causal model has {causal.unique().numel()} of its "
         f"{buckets} buckets, the encoder {encoder.unique().numel()}; but a causal "
         "query also competes with the keys behind it only, about half as many. "
-        "Neither the causal bias gap nor the number of competing keys was measured "
-        "here, so which one carries it is open.",
+        "The sweep measures neither the causal bias gap nor the number of competing "
+        "keys; chapter 12 measures both and cuts the encoder's keys to the causal "
+        "query's (record intervention-causal-t5).",
         (CAUSAL, ["summary", "config"]),
         s.values(CAUSAL, "relative", "t5", s.longest(CAUSAL)),
     )

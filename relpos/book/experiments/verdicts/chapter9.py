@@ -152,9 +152,9 @@ def buckets_row_0(s: Sweeps) -> dict[str, Any]:
         "untrained row 0.",
         "untested",
         f"A correlation only: the mean ({means} from L to {name}) dips from n = "
-        f"{first}, where coverage first finds row 0 read. No run trained row 0 or "
-        "masked its reads, the experiment that would change this cause and nothing "
-        "else.",
+        f"{first}, where coverage first finds row 0 read. The sweep neither trains "
+        "row 0 nor masks its reads; chapter 12 redirects and masks them on the "
+        "trained weights, the cause changed alone (record intervention-row-0).",
         (SWEEP, ["summary", "coverage"]),
         s.values(SWEEP, "relative", "deberta-buckets", long),
     )
@@ -269,8 +269,9 @@ def sinusoid_scale(s: Sweeps) -> dict[str, Any]:
         f"Neighbouring sinusoidal rows have a cosine of {apart:.2f}, while a learned "
         "table's rows start nearly orthogonal. But the sinusoids stay at a root "
         f"mean square of {rms:.3f}, a learned row's size at initialisation, while "
-        "learned rows grow in training: scale is confounded with similarity. No run "
-        "gave the sinusoids a learned scale.",
+        "learned rows grow in training: scale is confounded with similarity. The "
+        "sweep cannot separate them; chapter 12 gives the sinusoids a learned scale "
+        "and nothing else (record intervention-sinusoid-scale).",
         (SWEEP, ["summary"]),
         s.values(SWEEP, "relative", "sinusoidal", size=at),
     )
