@@ -86,4 +86,4 @@ def paired_seeds(
     return fig
 
 
-__all__ = ["SIDES", "paired_seeds"]
+__all__ = ["paired_seeds"]
