@@ -43,7 +43,7 @@ def test_each_problem_set_is_due_weeks_after_its_session():
     taught = {
         f"ch{n:02d}": s["number"] for s in PLAN["sessions"] for n in s["chapters"]
     }
-    assert sorted(dates) == sorted(taught) and len(dates) == 11
+    assert sorted(dates) == sorted(taught) and len(dates) == 12
     days = 7 * PLAN["format"]["homework_due_weeks"]  # the plan's one due rule
     interval = PLAN["assessment"]["session_interval_days"]
     for name, session in taught.items():
@@ -51,8 +51,8 @@ def test_each_problem_set_is_due_weeks_after_its_session():
         assert dates[name] == expected and dates[name].tzinfo == timezone.utc
     assert dates["ch01"] == datetime(2026, 9, 21, 8, 0, tzinfo=timezone.utc)
     # the last session's problem sets: a week after it, not "the next session"
-    assert dates["ch11"] - dates["ch09"] == timedelta(0)
-    assert dates["ch11"] == first + timedelta(days=3 * interval + days)
+    assert dates["ch12"] - dates["ch09"] == timedelta(0)
+    assert dates["ch12"] == first + timedelta(days=3 * interval + days)
 
 
 @pytest.mark.parametrize("text", ["2026-09-14", "2026-09-14T10:00", "next monday"])

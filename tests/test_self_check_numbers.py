@@ -721,3 +721,62 @@ def _(question):
     cosines = deberta["cosine"]["projections"]
     assert cosines and all(c != 0 for c in cosines)  # both objectives reach W_q, W_k
     return set()
+
+
+# -- chapter 12: the protocol's rates, seeds and tests -------------------------------
+
+
+@checks("ch12", "grid-edge")
+def _(question):
+    from relpos.book.experiments.rate_grid import grid_step, next_rate
+
+    grid = [0.001, 0.00316, 0.01]
+    curve = {0.001: 3.0, 0.00316: 2.0, 0.01: 1.0}
+    assert next_rate(curve, grid_step(grid), 6, min(grid)) == 0.0316
+    assert "0.0316" in right(question)
+    return {0.001, 0.00316, 0.01, 0.0316, 6}
+
+
+@checks("ch12", "tuned-at-l")
+def _(question):
+    from relpos.book import results
+
+    sweep = results.load("protocol/sweep.json")
+    assert max(sweep["config"]["test_lengths"]) == 8 * sweep["config"]["train_length"]
+    return set()
+
+
+@checks("ch12", "sign-flips")
+def _(question):
+    from relpos.book import results, stats
+
+    assert results.load("protocol/sweep.json")["grid"]["seed"] == list(range(10))
+    assert 2**10 == 1024 and stats.RESAMPLES == 9999
+    assert "1024" in right(question)
+    return {10, 1024, 100, 9999, 2}
+
+
+@checks("ch12", "interval-of-a-mean")
+def _(question):
+    from relpos.book import results
+    from relpos.book.experiments import summary_cells
+
+    sweep = results.load("protocol/sweep.json")
+    length = sweep["config"]["train_length"]
+    row = summary_cells(sweep)["encoder", "far", "rotary", 512, length]
+    values = sorted(round(100 * v) for v in row["values"])
+    assert round(100 * row["mean"]) == 91 and len(values) == 10
+    assert [round(100 * v) for v in row["interval"]] == [83, 100]
+    assert values[:3] == [66, 74, 75] and sum(v > 0.99 for v in row["values"]) == 7
+    return {91, 95, 83, 100, 0.95, 66, 75}
+
+
+@checks("ch12", "change-one-cause")
+def _(question):
+    from relpos.book.experiments.interventions import row_zero
+    from relpos.book.results.ledger import load_ledger
+
+    assert row_zero.SOURCE == 0
+    blamed = next(r for r in load_ledger() if r["id"] == "buckets-row-0")
+    assert blamed["chapter"] == 9 and "row 0" in blamed["claim"]
+    return {0, 9}
