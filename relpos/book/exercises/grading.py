@@ -87,6 +87,8 @@ GRADING: dict[str, Grading] = {
     "ch10-ex3": _hidden(NUMBER, "a table of accuracy differences"),
     "ch11-ex1": _visible(CODE, "a function"),
     "ch11-ex2": _hidden(NUMBER, "a table of bits-per-byte differences"),
+    "ch12-ex1": _visible(CODE, "a function"),
+    "ch12-ex2": _hidden(NUMBER, "a set of schemes"),
 }
 
 
