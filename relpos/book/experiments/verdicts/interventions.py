@@ -219,7 +219,7 @@ def causal_t5(result: dict[str, Any]) -> dict[str, Any]:
         f"{gap['p_value']:.3f}). Accuracy: {describe(settings)}; {describe(keys)}; "
         f"{describe(rest)}.",
         EVIDENCE,
-        differences(keys),
+        differences(gap),
         intervention=result["interventions"][name]["change"],
     )
 
