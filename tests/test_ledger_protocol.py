@@ -119,3 +119,59 @@ def test_the_sinusoids_verdict_moves_with_what_the_scale_buys(scaled, verdict):
 def test_a_comparison_the_file_lacks_is_an_error():
     with pytest.raises(ValueError, match="must hold one comparison"):
         interventions.comparison(_row_zero_result(0.1), "row_zero", "no such")
+
+
+def _comparison(name: str, a: list[float], b: list[float]) -> dict:
+    from relpos.book.stats import bootstrap_interval, paired_test
+
+    return {"name": name, "a": "a", "b": "b", "a_values": a, "b_values": b,
+            "a_interval": bootstrap_interval(a), "b_interval": bootstrap_interval(b),
+            **paired_test(a, b)}
+
+
+def _shifted(base: float, by: float) -> tuple[list[float], list[float]]:
+    b = [base + 0.01 * (s % 4) for s in range(10)]
+    return [v + by for v in b], b
+
+
+def _two_hop_result(drop: float) -> dict:
+    comparisons = []
+    for scheme in ("t5", "deberta", "rotary"):
+        for cut in ("no_two_hop", "no_one_hop", "no_first_hop"):
+            by = -drop if (scheme, cut) == ("t5", "no_two_hop") else 0.0
+            comparisons.append(_comparison(f"{scheme}: {cut} - intact, n = 32",
+                                           *_shifted(0.9, by)))
+    runs = [{"scheme": "t5", "arms": {"no_two_hop": {"32": 0.5}, "intact": {"32": 0.9}},
+             "paths": {"two_hop_best": 0.2}}]
+    return {"interventions": {"two_hop": {"change": "paths cut", "runs": runs,
+                                          "comparisons": comparisons}}}
+
+
+@pytest.mark.parametrize("drop, verdict", [(0.5, "holds"), (0.05, "qualified"),
+                                           (0.0, "fails")])
+def test_the_two_hop_verdict_moves_with_what_the_cut_costs(drop, verdict):
+    record = interventions.two_hop(_two_hop_result(drop))
+    assert record["verdict"] == verdict and record["seeds"] == 10
+
+
+def _causal_result(gap: float, keys: float) -> dict:
+    n = 256
+    comparisons = [
+        _comparison(f"gap of the reading head: causal - encoder, n = {n}",
+                    *_shifted(2.0, gap)),
+        _comparison(f"encoder keys_behind - encoder, n = {n}", *_shifted(0.0, keys)),
+        _comparison(f"causal - encoder, n = {n}", *_shifted(0.0, 0.8)),
+        _comparison(f"causal - encoder keys_behind, n = {n}", *_shifted(0.0, 0.1)),
+    ]
+    runs = [{"arms": {"intact": {"32": 1.0, str(n): 0.8}}}]
+    return {"interventions": {"causal_t5": {"change": "keys cut", "runs": runs,
+                                            "comparisons": comparisons}}}
+
+
+@pytest.mark.parametrize("gap, keys, verdict", [(-0.3, 0.5, "fails"),
+                                                (0.3, 0.0, "holds"),
+                                                (0.3, 0.5, "qualified")])
+def test_causal_t5s_verdict_reads_the_gap_then_the_keys(gap, keys, verdict):
+    record = interventions.causal_t5(_causal_result(gap, keys))
+    assert record["verdict"] == verdict
+    assert record["interval"][0] == pytest.approx(gap)
