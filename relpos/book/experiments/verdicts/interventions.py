@@ -57,9 +57,13 @@ def differences(c: dict[str, Any]) -> list[float]:
 
 
 def describe(c: dict[str, Any]) -> str:
-    """A comparison in words: the two means, the difference, its interval and p."""
+    """A comparison in words: the two means, the difference, its interval and p.
+
+    Each side is named by its label up to the first comma (the arm).
+    """
     low, high = c["interval"]
-    return (f"{c['a']} {percent(statistics.fmean(c['a_values']))} against {c['b']} "
+    a, b = (c[side].split(",")[0] for side in ("a", "b"))
+    return (f"{a} {percent(statistics.fmean(c['a_values']))} against {b} "
             f"{percent(statistics.fmean(c['b_values']))}: {100 * c['mean']:+.1f} "
             f"points ({100 * low:+.1f} to {100 * high:+.1f}), p = {c['p_value']:.3f}")
 
