@@ -199,7 +199,8 @@ TEXT_AFTER = $(BIN)/python -m relpos.book.text.gradients \
 
 # The ledger of claims (relpos/book/results/claims.json), every record computed by
 # a rule from the result files (relpos.book.experiments.verdicts for chapters 9
-# and 10, relpos.book.text.verdicts for chapter 11); a few seconds.
+# and 10, relpos.book.text.verdicts for chapter 11, verdicts.protocol and
+# verdicts.interventions on results/protocol/ for chapter 12); under a minute.
 ledger: $(TEST_ENV)
 	$(BIN)/python -m relpos.book.results
 
