@@ -17,6 +17,7 @@ import torch
 
 from relpos.attention import DisentangledSelfAttention
 from relpos.book.experiments import Config, TinyModel, get_task, model_seed, train
+from relpos.book import results
 from relpos.book.experiments.coverage import coverage
 from relpos.book.experiments.interventions import (
     INTERVENTIONS,
@@ -340,7 +341,6 @@ def test_bias_profile_refuses_a_target_nobody_sees() -> None:
 
 
 def test_paired_aligns_seeds_and_refuses_a_mismatch() -> None:
-    pytest.importorskip("relpos.book.stats")
     records = [
         {"seed": s, "arm": a, "value": v}
         for s, a, v in [(1, "x", 0.9), (0, "x", 0.5), (0, "y", 0.4), (1, "y", 0.6)]
@@ -362,7 +362,12 @@ def test_paired_aligns_seeds_and_refuses_a_mismatch() -> None:
 def test_cells_take_the_committed_sweeps_settings_and_rates() -> None:
     layers = cell_config(INTERVENTIONS["two_hop"].cells[1], 3)
     assert (layers.scheme, layers.num_layers, layers.task) == ("deberta", 2, "far")
-    assert layers.learning_rate == 0.003 and layers.seed == 3
+    chosen = [
+        c["learning_rate"]
+        for c in results.load("protocol/sweep_layers.json")["tuning"]["chosen"]
+        if (c["scheme"], c["task"], c["train_size"]) == ("deberta", "far", 512)
+    ]
+    assert [layers.learning_rate] == chosen and layers.seed == 3
     scaled = [c for c in INTERVENTIONS["sinusoid_scale"].cells if c.scheme in SCALED]
     sines = cell_config(Cell("sweep.json", "encoder", "relative", "sinusoidal", 32), 0)
     for cell in scaled:
@@ -386,7 +391,6 @@ def test_chosen_rate_per_training_size() -> None:
 
 @pytest.mark.slow
 def test_run_writes_every_arm_and_comparison(tmp_path) -> None:
-    pytest.importorskip("relpos.book.stats")
     changes = {"steps": 2, "test_size": 4, "test_lengths": (32, 96)}
     result = run_interventions(
         ["row_zero", "causal_t5"], seeds=[0, 1], changes=changes, workers=1,
