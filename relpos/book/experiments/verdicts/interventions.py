@@ -19,7 +19,7 @@ import statistics
 from pathlib import Path
 from typing import Any, Callable
 
-from ...stats import excludes
+from ...stats import excludes, paired_test
 from .protocol import CHAPTER, FOLDER
 from .rules import FALL, FIT, make_record, percent
 
@@ -76,43 +76,56 @@ def _lengths(result: dict[str, Any], name: str, arm: str) -> list[int]:
 def row_zero(result: dict[str, Any]) -> dict[str, Any]:
     """``intervention-row-0``: row 0's reads redirected or masked, at the longest length.
 
-    ``holds`` when, at every training size, an arm shows a gain that wins back
-    at least half of the intact model's loss from ``L``; ``fails`` when no arm
-    shows a gain at any size; ``qualified`` otherwise.
+    Many seeds lose nothing (a difference of 0 carries no sign), so one
+    training size alone may hold too few losing seeds for any test: the verdict
+    pairs each seed's accuracy averaged over the training sizes. With the arm
+    (redirected or masked) of the larger mean gain: ``holds`` when that paired
+    test shows the gain (:func:`shown`) and it wins back at least half of the
+    intact model's mean loss from ``L``; ``qualified`` when it shows a smaller
+    gain; ``fails`` when it shows none. The mechanism gives each size's own
+    comparisons.
     """
     name = "row_zero"
     runs = result["interventions"][name]["runs"]
     sizes = sorted({r["train_size"] for r in runs})
     lengths = _lengths(result, name, "intact")
     short, long = lengths[0], lengths[-1]
-    parts, recovered, gained = [], [], []
+
+    seeds = sorted({r["seed"] for r in runs})
+
+    def at(arm: str, n: int) -> list[float]:
+        """Per seed, the arm's accuracy at ``n`` averaged over the sizes."""
+        return [statistics.fmean(r["arms"][arm][str(n)] for r in runs
+                                 if r["seed"] == seed) for seed in seeds]
+
+    intact = at("intact", long)
+    loss = statistics.fmean(a - b for a, b in zip(at("intact", short), intact))
+    pooled = {arm: {**paired_test(at(arm, long), intact), "a_values": at(arm, long),
+                    "b_values": intact} for arm in ("redirected", "masked")}
+    arm, best = max(pooled.items(), key=lambda item: item[1]["mean"])
+    verdict = ("fails" if shown(best) <= 0
+               else "holds" if best["mean"] >= loss / 2 else "qualified")
+    parts = []
     for size in sizes:
-        mine = [r for r in runs if r["train_size"] == size]
-        loss = statistics.fmean(r["arms"]["intact"][str(short)]
-                                - r["arms"]["intact"][str(long)] for r in mine)
-        tests = {arm: comparison(result, name,
-                                 f"{arm} - intact, {size} sequences, n = {long}")
-                 for arm in ("redirected", "masked")}
-        best = max(tests.values(), key=lambda c: c["mean"])
-        gained.append(shown(best) > 0)
-        recovered.append(shown(best) > 0 and best["mean"] >= loss / 2)
-        parts.append(f"{size} sequences, intact loss from L {100 * loss:.1f} points; "
-                     + "; ".join(describe(c) for c in tests.values()))
-    verdict = ("holds" if all(recovered)
-               else "fails" if not any(gained) else "qualified")
-    largest = comparison(result, name,
-                         f"redirected - intact, {max(sizes)} sequences, n = {long}")
+        tests = [comparison(result, name, f"{a} - intact, {size} sequences, n = {long}")
+                 for a in ("redirected", "masked")]
+        parts.append(f"{size} sequences: " + "; ".join(describe(c) for c in tests))
     reads = statistics.fmean(r["reads"][str(long)]["queries"] for r in runs
                              if r["train_size"] == max(sizes))
+    low, high = best["interval"]
     return make_record(
         "intervention-row-0", CHAPTER,
         "`deberta-buckets` loses accuracy on `relative` beyond L because it reads its "
         "untrained row 0.",
         verdict,
-        f"At n = {long}: " + ". ".join(parts) + f". With {max(sizes)} sequences "
+        f"At n = {long}, per seed averaged over {len(sizes)} sizes: the intact model "
+        f"loses {100 * loss:.1f} points from L in the mean; {arm} wins back "
+        f"{100 * best['mean']:.1f} ({100 * low:.1f} to {100 * high:.1f}), p = "
+        f"{best['p_value']:.4f}, in {best['wins']} seeds, losing in "
+        f"{best['losses']}. " + ". ".join(parts) + f". With {max(sizes)} sequences "
         f"{percent(reads)} of the scored queries read row 0.",
         EVIDENCE,
-        differences(largest),
+        differences(best),
         intervention=result["interventions"][name]["change"],
     )
 
