@@ -69,7 +69,8 @@ def test_a_difference_is_shown_only_with_a_small_p_and_an_interval_off_zero():
 
 
 def _row_zero_result(gain: float) -> dict:
-    """Ten seeds of row 0's arms: intact falls from 1.0 to 0.8; redirect gains ``gain``."""
+    """Ten seeds of row 0's arms: intact falls from 1.0 to 0.8; redirect gains
+    ``gain``."""
     runs = []
     for size in (32, 512):
         for seed in range(10):
@@ -96,23 +97,28 @@ def test_row_zeros_verdict_moves_with_what_the_redirect_wins_back(gain, verdict)
     assert record["intervention"] == "row 0's reads redirected"
 
 
-def _sinusoid_result(scaled: float) -> dict:
+def _sinusoid_result(scaled: float, rms: float = 0.06) -> dict:
     runs = []
     for seed in range(10):
-        for scheme, accuracy in (("sinusoidal", 0.1), ("sinusoidal-scale", scaled),
-                                 ("sinusoidal-scale-dims", 0.1), ("absolute", 0.98)):
+        for scheme, accuracy, size in (("sinusoidal", 0.1, 0.02),
+                                       ("sinusoidal-scale", scaled, rms),
+                                       ("sinusoidal-scale-dims", 0.1, 0.02),
+                                       ("absolute", 0.98, 0.2)):
             runs.append({"scheme": scheme, "train_size": 32, "seed": seed,
+                         "learning_rate": 0.01,
                          "arms": {"trained": {"32": accuracy + 0.001 * seed}},
-                         "trained": {"positions_rms": 0.03}})
+                         "trained": {"positions_rms": size}})
     return {"interventions": {"sinusoid_scale": {
         "change": "a learned scale", "runs": runs,
         "comparisons": sinusoid_runs.comparisons(runs)}}}
 
 
-@pytest.mark.parametrize("scaled, verdict", [(0.95, "fails"), (0.5, "qualified"),
-                                             (0.1, "holds")])
-def test_the_sinusoids_verdict_moves_with_what_the_scale_buys(scaled, verdict):
-    record = interventions.sinusoid_scale(_sinusoid_result(scaled))
+@pytest.mark.parametrize("scaled, rms, verdict", [(0.95, 0.06, "fails"),
+                                                  (0.5, 0.06, "qualified"),
+                                                  (0.1, 0.06, "holds"),
+                                                  (0.1, 0.021, "untested")])
+def test_the_sinusoids_verdict_moves_with_what_the_scale_buys(scaled, rms, verdict):
+    record = interventions.sinusoid_scale(_sinusoid_result(scaled, rms))
     assert record["verdict"] == verdict and record["seeds"] == 10
 
 

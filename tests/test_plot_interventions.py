@@ -1,4 +1,4 @@
-"""plot.paired_seeds draws each comparison's seeds, means and intervals from the JSON."""
+"""plot.paired_seeds draws each comparison's seeds, means and intervals."""
 
 from __future__ import annotations
 
