@@ -140,23 +140,27 @@ def _shifted(base: float, by: float) -> tuple[list[float], list[float]]:
     return [v + by for v in b], b
 
 
-def _two_hop_result(drop: float) -> dict:
+def _two_hop_result(drops: dict[str, float]) -> dict:
     comparisons = []
     for scheme in ("t5", "deberta", "rotary"):
         for cut in ("no_two_hop", "no_one_hop", "no_first_hop"):
-            by = -drop if (scheme, cut) == ("t5", "no_two_hop") else 0.0
+            by = -drops.get(scheme, 0.0) if cut == "no_two_hop" else 0.0
             comparisons.append(_comparison(f"{scheme}: {cut} - intact, n = 32",
-                                           *_shifted(0.9, by)))
-    runs = [{"scheme": "t5", "arms": {"no_two_hop": {"32": 0.5}, "intact": {"32": 0.9}},
-             "paths": {"two_hop_best": 0.2}}]
+                                           *_shifted(0.5, by)))
+    runs = [{"scheme": s, "arms": {"no_two_hop": {"32": 0.5}, "intact": {"32": 0.9}},
+             "paths": {"two_hop_best": 0.2}} for s in ("t5", "deberta", "rotary")]
     return {"interventions": {"two_hop": {"change": "paths cut", "runs": runs,
                                           "comparisons": comparisons}}}
 
 
-@pytest.mark.parametrize("drop, verdict", [(0.5, "holds"), (0.05, "qualified"),
-                                           (0.0, "fails")])
-def test_the_two_hop_verdict_moves_with_what_the_cut_costs(drop, verdict):
-    record = interventions.two_hop(_two_hop_result(drop))
+@pytest.mark.parametrize("drops, verdict", [
+    ({"t5": 0.4, "deberta": 0.4}, "holds"),
+    ({"deberta": 0.4}, "qualified"),
+    ({"t5": 0.05, "deberta": 0.05}, "fails"),  # shown, but under a fall
+    ({"rotary": 0.4}, "fails"),  # the control alone
+])
+def test_the_two_hop_verdict_counts_the_windowed_schemes_that_use_it(drops, verdict):
+    record = interventions.two_hop(_two_hop_result(drops))
     assert record["verdict"] == verdict and record["seeds"] == 10
 
 
