@@ -112,6 +112,9 @@ SCHEMES_MAIN := none,absolute,sinusoidal,shaw,transformer_xl,t5,alibi,rotary,deb
 # second layer could compose two distances.
 SCHEMES_CAUSAL := none,absolute,t5,alibi,rotary,shaw,deberta
 SCHEMES_LAYERS := absolute,shaw,transformer_xl,t5,rotary,deberta,deberta-buckets
+# The sinusoid with a learned scale (one factor, or one per dimension), each tuned
+# like any scheme: the intervention on the sinusoid's data hunger, made fair.
+SCHEMES_SCALE := sinusoidal,sinusoidal-scale,sinusoidal-scale-dims,absolute
 SCHEMES_ABLATION := deberta,deberta-c2p,deberta-p2c,deberta-no-norm,$\
 	deberta-separate-keys,shaw,shaw-keys
 
@@ -132,6 +135,9 @@ sweeps: $(TEST_ENV)
 	  --plot $(PROTOCOL_RESULTS)/sweep_band.png
 	$(PROTOCOL) --tasks absolute --schemes shaw,shaw-keys --train-sizes 512 \
 	  --output $(PROTOCOL_RESULTS)/sweep_values.json --plot $(PROTOCOL_RESULTS)/sweep_values.png
+	$(PROTOCOL) --tasks relative --schemes $(SCHEMES_SCALE) --train-sizes 32 \
+	  --output $(PROTOCOL_RESULTS)/sweep_scale.json \
+	  --plot $(PROTOCOL_RESULTS)/sweep_scale.png
 	# the trained tables of chapter 3's interactive figure (about 40 s)
 	$(BIN)/python -m relpos.book.interactive
 	$(MAKE) ledger

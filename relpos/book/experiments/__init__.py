@@ -188,3 +188,7 @@ __all__ = [
     "tune_one",
     "validation_set",
 ]
+
+# The interventions' schemes (a sinusoid with a learned scale) are schemes like any
+# other: registered here so that a sweep and its command line know them.
+from .interventions import scaled as _scaled  # noqa: E402,F401
