@@ -24,6 +24,10 @@ CAUSAL = pytest.mark.parametrize(
 
 #: Each row packs two documents: their lengths.
 SPLITS = ((5, 6), (3, 8))
+#: The same on compiled flex, with two document lengths instead of four: the kernel
+#: compiles once per real length (it reads the lengths as constants), a few seconds
+#: each, and each row still packs a short and a long document, in both orders.
+COMPILED_SPLITS = ((4, 7), (7, 4))
 
 
 def states(n: int, dtype: torch.dtype, seed: int) -> torch.Tensor:
@@ -31,15 +35,18 @@ def states(n: int, dtype: torch.dtype, seed: int) -> torch.Tensor:
     return torch.randn(1, n, HIDDEN, dtype=dtype, generator=generator)
 
 
-def packed_batch(dtype: torch.dtype):
-    """Two rows of two documents each, their ids and their restarting positions.
+def packed_batch(
+    dtype: torch.dtype, splits: tuple[tuple[int, int], ...] = SPLITS
+):
+    """Two rows of two documents each (lengths ``splits``), their ids and their
+    restarting positions.
 
     Shapes:
         output: documents (one ``(1, length, hidden)`` each, row by row),
         x ``(2, 11, hidden)``, ids ``(2, 11)``, positions ``(2, 11)``
     """
     documents, ids, positions = [], [], []
-    for row, lengths in enumerate(SPLITS):
+    for row, lengths in enumerate(splits):
         documents.append(
             [states(m, dtype, seed=10 * row + k) for k, m in enumerate(lengths)]
         )
@@ -49,8 +56,10 @@ def packed_batch(dtype: torch.dtype):
     return documents, x, torch.stack(ids), torch.stack(positions)
 
 
-def check_packing(module, dtype: torch.dtype) -> None:
-    documents, x, ids, positions = packed_batch(dtype)
+def check_packing(
+    module, dtype: torch.dtype, splits: tuple[tuple[int, int], ...] = SPLITS
+) -> None:
+    documents, x, ids, positions = packed_batch(dtype, splits)
     packed = call(module, x, document_ids=ids, positions=positions)
     for row, row_documents in enumerate(documents):
         start = 0
@@ -117,4 +126,5 @@ def test_relative_modules_come_from_the_registry():
 @pytest.mark.parametrize("name", list(MODULES))
 def test_packing_on_compiled_flex(name):
     # float32 on the CPU runs flex's compiled kernel.
-    check_packing(build(name, "flex", dtype=torch.float32), torch.float32)
+    module = build(name, "flex", dtype=torch.float32)
+    check_packing(module, torch.float32, COMPILED_SPLITS)

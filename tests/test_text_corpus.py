@@ -138,9 +138,9 @@ def test_the_hash_changes_with_one_byte_and_the_end_byte_is_refused():
 
 @pytest.mark.slow
 def test_the_corpus_is_deterministic_built_twice(corpus):
+    # ``corpus`` is the first build (stdlib_corpus, once per process), this the second
     again = build_corpus("docstrings")
     assert again.sha256 == corpus.sha256 and again.texts == corpus.texts
-    assert build_corpus("docstrings").sha256 == corpus.sha256
 
 
 def test_encode_decode_round_trip_and_bad_input():
