@@ -185,3 +185,25 @@ def test_causal_t5s_verdict_reads_the_gap_then_the_keys(gap, keys, verdict):
     record = interventions.causal_t5(_causal_result(gap, keys))
     assert record["verdict"] == verdict
     assert record["interval"][0] == pytest.approx(gap)
+
+
+def _scale_sweep(scaled: float) -> dict:
+    rows = [{"setting": "encoder", "task": "relative", "scheme": scheme,
+             "train_size": 32, "length": 32,
+             "values": [accuracy + 0.001 * s for s in range(10)]}
+            for scheme, accuracy in (("sinusoidal", 0.07), ("sinusoidal-scale", scaled),
+                                     ("sinusoidal-scale-dims", 0.07),
+                                     ("absolute", 0.98))]
+    return {"config": {"train_length": 32},
+            "grid": {"scheme": [r["scheme"] for r in rows], "train_size": [32]},
+            "tuning": {"chosen": [{"scheme": r["scheme"], "train_size": 32,
+                                   "learning_rate": 0.01} for r in rows]},
+            "summary": rows}
+
+
+@pytest.mark.parametrize("scaled, verdict", [(0.99, "fails"), (0.5, "qualified"),
+                                             (0.07, "holds")])
+def test_the_tuned_sinusoids_verdict_moves_with_what_the_scale_buys(scaled, verdict):
+    record = interventions.sinusoid_tuned(_scale_sweep(scaled))
+    assert record["verdict"] == verdict and record["seeds"] == 10
+    assert record["evidence"]["file"] == "protocol/sweep_scale.json"
