@@ -271,7 +271,8 @@ def sinusoid_scale(s: Sweeps) -> dict[str, Any]:
         f"mean square of {rms:.3f}, a learned row's size at initialisation, while "
         "learned rows grow in training: scale is confounded with similarity. The "
         "sweep cannot separate them; chapter 12 gives the sinusoids a learned scale "
-        "and nothing else (record intervention-sinusoid-scale).",
+        "and nothing else (records intervention-sinusoid-scale and "
+        "intervention-sinusoid-tuned).",
         (SWEEP, ["summary"]),
         s.values(SWEEP, "relative", "sinusoidal", size=at),
     )
