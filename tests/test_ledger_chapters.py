@@ -11,7 +11,7 @@ running the notebooks:
   isolated, never measured) is the verdict of one of the records it cites;
 - every record of chapter 9, 10 or 12 is cited in its own chapter (chapter 12
   also cites the first-pass records it sets its own beside);
-- each chapter's verdict table (a ``hide-input`` cell calling ``verdict_rows``
+- each chapter's verdict table (a ``remove-input`` cell calling ``verdict_rows``
   for the chapter) is stored with an output that gives every record of the
   chapter its ledger verdict.
 """
@@ -118,7 +118,7 @@ def test_the_chapters_verdict_table_is_the_ledgers(chapter):
         if c.cell_type == "code"
         and re.search(rf"verdict_rows\(.*chapter={chapter}\)", c.source)
     ]
-    assert len(tables) == 1 and "hide-input" in tables[0].metadata.get("tags", [])
+    assert len(tables) == 1 and "remove-input" in tables[0].metadata.get("tags", [])
     shown = "\n".join(
         "".join(output.get("data", {}).get("text/markdown", ""))
         for output in tables[0].outputs
