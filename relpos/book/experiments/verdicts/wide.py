@@ -5,7 +5,8 @@ referee asks whether its verdicts are facts about the schemes or about a model
 that small. ``make wide-sweeps`` reruns the headline tasks (``relative`` and
 ``far``, 512 training sequences, encoder and causal) at width 128 with four
 heads of 32 (so rotary turns 16 frequencies, not 4) and two layers, under the
-same protocol (rates tuned until interior, ten seeds), into the results
+same protocol (rates tuned until interior; five measured seeds, ten with
+``make wide-sweeps WIDE_SEEDS=0,...,9``), into the results
 subfolder :data:`FOLDER` with the first scale's file names. Each rule here
 restates one first-scale verdict for that model and judges it with the same
 thresholds (``rules``); :data:`TWINS` names the first-scale record each one
@@ -81,9 +82,9 @@ def _hold(s: Sweeps, name: str, group: tuple[str, ...], id: str, claim: str,
 
 def encoder_relative_clipped(s: Sweeps) -> dict[str, Any]:
     _, _, span = _lengths(s, SWEEP)
-    return _hold(s, SWEEP, ("deberta", "shaw"), "wide-encoder-relative-clipped",
-                 f"{SCALE}, the clipped tables `deberta` and `shaw` hold `relative` "
-                 f"from L to {span} in an encoder.")
+    return _hold(s, SWEEP, ("deberta",), "wide-encoder-relative-clipped",
+                 f"{SCALE}, DeBERTa's clipped table holds `relative` from L to {span} "
+                 "in an encoder.")
 
 
 def encoder_relative_absolute(s: Sweeps) -> dict[str, Any]:
@@ -208,7 +209,8 @@ def scale_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     ``id`` (the first scale's), ``claim`` (the second scale's sentence),
     ``width 32, one layer`` and ``width 128, two layers`` (verdict and seeds),
-    ``interval`` (the second scale's, in percent), ``changed``. A twin is
+    ``interval`` (the second scale's, in percent, when it has ten seeds),
+    ``changed``. A twin is
     found under its own id or as ``protocol-<id>`` (the one with more seeds);
     a record without one is left out.
 
@@ -223,13 +225,14 @@ def scale_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if twin_id is None or not found:
             continue
         twin = max(found, key=lambda r: r["seeds"])  # the protocol's ten seeds
-        low, high = record.get("interval", (float("nan"), float("nan")))
+        interval = record.get("interval")
         rows.append({
             "id": twin_id,
             "claim": record["claim"],
             "width 32, one layer": f"{twin['verdict']} ({twin['seeds']} seeds)",
             "width 128, two layers": f"{record['verdict']} ({record['seeds']} seeds)",
-            "interval": f"{100 * low:.0f} to {100 * high:.0f}%",
+            "interval": "none (under 10 seeds)" if interval is None
+            else f"{100 * interval[0]:.0f} to {100 * interval[1]:.0f}%",
             "changed": twin["verdict"] != record["verdict"],
         })
     return rows
