@@ -129,7 +129,7 @@ def landscape() -> Figure:
 
 def sweep() -> Figure:
     """Chapter 9: the encoder sweep, 512 training sequences, every test length."""
-    return plot.accuracy_grid(results.load("sweep.json"), train_size=512)
+    return plot.accuracy_grid(results.load("protocol/sweep.json"), train_size=512)
 
 
 def ablation() -> Figure:
