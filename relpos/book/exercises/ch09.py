@@ -185,7 +185,7 @@ def data_efficiency(answer: Any, *, sweep: dict[str, Any] | None = None) -> str:
         efficient = [s for s, n in expected.items() if n == min(sizes)]
         never = [s for s, n in expected.items() if n is None]
         return fit(
-            f"at {min(sizes)} sequences only {', '.join(efficient)} "
+            f"at {min(sizes)} sequences {', '.join(efficient)} "
             f"reach 90%; {', '.join(never) or 'no scheme'} never do.",
             "ch9-ex2",
         )
