@@ -108,9 +108,10 @@ colab: $(TEST_ENV)
 # Every finished run is a record in .sweep-runs/, so an interrupted `make sweeps`
 # resumes where it stopped, and a run that two sweeps share trains once. Runs go
 # to one process per core (--workers); see the README for a cluster. Wall time on
-# two workers: each file records its own (`wall_seconds`). The files directly in
-# relpos/book/results/ (sweep*.json, schema 2) are the first pass that chapters 9
-# and 10 still read: five seeds, one rate per (setting, task, scheme) chosen from
+# two workers: each file records its own (`wall_seconds`). Chapters 9 to 12 read
+# these files. relpos/book/results/first_pass/ (sweep*.json, schema 2) archives the
+# first pass, the history chapter 12 compares the protocol with (ledger records
+# first-pass-<id>): five seeds, one rate per (setting, task, scheme) chosen from
 # three at 128 sequences by validation accuracy, with relpos 0.3.0's command.
 EXPERIMENTS := $(BIN)/python -m relpos.book.experiments --runs-dir .sweep-runs --quiet
 PROTOCOL_SEEDS := --seeds 0,1,2,3,4,5,6,7,8,9 --tune-seeds 100,101 --max-rates 6
@@ -240,9 +241,10 @@ TEXT_AFTER = $(BIN)/python -m relpos.book.text.gradients \
 	$(BIN)/python -m relpos.book.results
 
 # The ledger of claims (relpos/book/results/claims.json), every record computed by
-# a rule from the result files (relpos.book.experiments.verdicts for chapters 9
-# and 10, relpos.book.text.verdicts for chapter 11, verdicts.protocol and
-# verdicts.interventions on results/protocol/ for chapter 12); under a minute.
+# a rule from the result files (relpos.book.experiments.verdicts on results/protocol/
+# for chapters 9 and 10, relpos.book.text.verdicts for chapter 11, and for chapter
+# 12 verdicts.first_pass on results/first_pass/ and verdicts.interventions); under a
+# minute.
 ledger: $(TEST_ENV)
 	$(BIN)/python -m relpos.book.results
 

@@ -137,7 +137,7 @@ def fewest_from_runs(sweep: dict, length: int, reduce=statistics.fmean) -> dict:
 
 @pytest.fixture(scope="module")
 def sweep() -> dict:
-    return results.load("sweep.json")
+    return results.load("protocol/sweep.json")
 
 
 def test_ch9_ex2_passes_the_reference(sweep, capsys) -> None:

@@ -2,7 +2,8 @@
 
 Exercise 10.2's check reads run records of ``compare``; those runs are real (a
 second or two each, one thread) and marked slow. Exercises 10.1 and 10.3 read
-sweeps: the stored ones, and small hand-made ones whose answers are known.
+sweeps: the protocol's stored ones (what the checks read by default), and small
+hand-made ones whose answers are known.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pytest
 
 from relpos.book import results
 from relpos.book.exercises import ExerciseError, check
-from relpos.book.exercises.ch10 import causal_gain
+from relpos.book.exercises.ch10 import CAUSAL, SWEEP, causal_gain
 from relpos.book.experiments import SCHEMES, Config, register_scheme
 from relpos.book.experiments.schemes import (
     LearnedPositions,
@@ -172,7 +173,7 @@ def gain_by_hand(encoder: dict, causal: dict, length: int, task="relative") -> d
 
 @pytest.fixture(scope="module")
 def sweeps() -> tuple[dict, dict]:
-    return results.load("sweep.json"), results.load("sweep_causal.json")
+    return results.load(SWEEP), results.load(CAUSAL)
 
 
 def test_ch10_ex3_passes_the_reference(sweeps, capsys) -> None:
@@ -181,7 +182,7 @@ def test_ch10_ex3_passes_the_reference(sweeps, capsys) -> None:
     assert answer["t5"] > 0.5 and abs(answer["deberta"]) < 0.02  # the chapter's reading
     check("ch10-ex3", answer)
     out = " ".join(capsys.readouterr().out.split())
-    assert out.startswith("ch10-ex3: correct. t5 gains most, +74 points")
+    assert out.startswith("ch10-ex3: correct. t5 gains most, +83 points")
     assert "shaw, deberta move less than 2 points" in out
 
 
@@ -224,3 +225,21 @@ def test_ch10_ex3_reads_the_task_it_is_given(sweeps, capsys) -> None:
     assert "rotary gains most" in capsys.readouterr().out
     with pytest.raises(ExerciseError, match="not yet"):
         check("ch10-ex3", far)  # the far gains are not the relative ones
+
+
+def test_ch10_ex1_reads_the_protocols_sweep_by_default(capsys) -> None:
+    from relpos.book.experiments import coverage
+
+    sweep = results.load(SWEEP)
+    assert len(sweep["grid"]["seed"]) == 10  # the protocol's, not the first pass
+    longer = [n for n in sweep["config"]["test_lengths"]
+              if n > sweep["config"]["train_length"]]
+    prediction = {}
+    for scheme in sweep["grid"]["scheme"]:
+        config = Config(scheme=scheme, task="relative")
+        found = [n for n in longer if coverage(config, n).untrained_touched > 0]
+        prediction[scheme] = found[0] if found else None
+    check("ch10-ex1", prediction)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "right about 4 of 11 schemes" in out
+    assert "none, sinusoidal, transformer_xl, t5, rotary fell" in out

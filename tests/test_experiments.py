@@ -478,12 +478,13 @@ def test_cli_writes_json_and_figure_and_reproduces(tmp_path):
 
 
 def test_summary_cells_key_every_row_of_the_committed_sweep():
-    # The committed file may be of schema 1 (read as an encoder sweep) or 2.
+    # The protocol's main sweep (schema 3) and the first pass's (schema 2).
     from relpos.book import results
     from relpos.book.experiments import load_sweep, summary_cells
 
-    sweep = load_sweep(results.path("sweep.json"))
-    assert sweep["schema"] == 2
+    for name, schema in (("protocol/sweep.json", 3), ("first_pass/sweep.json", 2)):
+        assert load_sweep(results.path(name))["schema"] == schema
+    sweep = load_sweep(results.path("protocol/sweep.json"))
     cells = summary_cells(sweep)
     assert cells == summary_cells(sweep["summary"])
     grid = sweep["grid"]

@@ -1,4 +1,4 @@
-"""Chapter 9's results explorer draws the committed sweeps' means and seed ranges.
+"""Chapter 9's results explorer draws the protocol sweeps' means and seed ranges.
 
 Drawn by the browser's own Vega engine (``evaluate``) at every task, setting and
 training size: one point per ticked scheme and test length, holding the sweep
@@ -25,7 +25,8 @@ from relpos.book.interactive.results import (
 
 pytest.importorskip("vl_convert")
 
-SWEEPS = [results.load("sweep.json"), results.load("sweep_causal.json")]
+SWEEPS = [results.load("protocol/sweep.json"),
+          results.load("protocol/sweep_causal.json")]
 SCHEMES = SWEEPS[0]["grid"]["scheme"]  # the encoder's: a superset of the causal's
 CHART = results_chart()
 CELLS = {
@@ -54,7 +55,7 @@ def _check_drawn(marks, setting, task, size, ticked) -> None:
         assert row["mean"] == round(cell["mean"], 4), key
         assert row["lowest seed"] == round(cell["min"], 4), key
         assert row["highest seed"] == round(cell["max"], 4), key
-        assert row["seeds"] == cell["n"] == 5, key
+        assert row["seeds"] == cell["n"] == 10, key
     lines = marks.get("lines_0_marks", [])
     assert len(lines) == len(expected)
     ran = {scheme for scheme, _ in expected}
@@ -75,7 +76,7 @@ def test_the_default_is_deberta_against_two_others():
     "setting,task,size",
     list(
         itertools.product(
-            ["encoder", "causal"], ["relative", "absolute", "far"], [8, 32, 512]
+            ["encoder", "causal"], ["relative", "absolute", "far"], [32, 512]
         )
     ),
 )
@@ -95,11 +96,11 @@ def test_a_scheme_is_drawn_exactly_when_ticked(ticked):
 
 
 def test_a_combination_not_run_says_so():
-    marks = evaluate(CHART, setting="causal", size=8)
+    marks = evaluate(CHART, setting="causal", size=32)
     assert not marks.get("means_0_marks") and not marks.get("lines_0_marks")
     notes = [row["not run"] for row in marks["notes_marks"]]
     assert len(notes) == len(DEFAULT_SCHEMES)
-    assert all("not run with 8 sequences" in note for note in notes)
+    assert all("not run with 32 sequences" in note for note in notes)
     marks = evaluate(CHART, setting="causal", **_ticks(["sinusoidal", "deberta"]))
     notes = [row["not run"] for row in marks["notes_marks"]]
     assert notes == ["sinusoidal is not in the causal decoder sweep"]
@@ -109,9 +110,9 @@ def test_a_combination_not_run_says_so():
 def test_rows_cover_the_grid_once():
     rows = explorer_rows(SWEEPS)
     keys = [(r["setting"], r["task"], r["scheme"], r["size"]) for r in rows]
-    assert len(keys) == len(set(keys)) == 2 * 3 * 11 * 3
+    assert len(keys) == len(set(keys)) == 2 * 3 * 11 * 2
     ran = [r for r in rows if r["n"]]
-    assert len(ran) == 3 * 11 * 3 + 3 * 7 * 1
+    assert len(ran) == 3 * 11 * 2 + 3 * 7 * 1
     assert all(("note" in r) == (not r["n"]) for r in rows)
 
 

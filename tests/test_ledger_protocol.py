@@ -1,5 +1,6 @@
-"""Chapter 12's records: the first pass's rules on the protocol folder, and the
-interventions' rules, each moving its verdict with the numbers it reads.
+"""Where the sweep records come from (chapters 9 and 10: the protocol folder;
+chapter 12: the first pass, archived) and the interventions' rules, each moving
+its verdict with the numbers it reads.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import pytest
 
 from relpos.book.experiments.interventions import row_zero as row_zero_runs
 from relpos.book.experiments.interventions import sinusoid as sinusoid_runs
-from relpos.book.experiments.verdicts import interventions, protocol
+from relpos.book.experiments.verdicts import first_pass, interventions, protocol
 from relpos.book.results import ledger
 
 
@@ -21,9 +22,24 @@ def _record(id_: str, verdict: str = "holds", file: str = "sweep.json") -> dict:
 
 
 def test_a_first_pass_record_moves_to_chapter_12_and_the_subfolder():
-    moved = protocol.as_protocol(_record("encoder-far-txl"))
-    assert moved["id"] == "protocol-encoder-far-txl" and moved["chapter"] == 12
-    assert moved["evidence"] == {"file": "protocol/sweep.json", "keys": ["summary"]}
+    moved = first_pass.as_first_pass(_record("encoder-far-txl"))
+    assert moved["id"] == "first-pass-encoder-far-txl" and moved["chapter"] == 12
+    assert moved["evidence"] == {"file": "first_pass/sweep.json", "keys": ["summary"]}
+
+
+def test_the_chapters_records_come_from_the_protocol_the_archive_from_the_first_pass():
+    records = ledger.load_ledger()
+    for record in records:
+        file = record["evidence"]["file"]
+        if record["chapter"] in (9, 10):
+            assert file.startswith("protocol/") and record["seeds"] == 10, record["id"]
+        if record["id"].startswith(first_pass.PREFIX):
+            assert file.startswith("first_pass/") and record["chapter"] == 12
+            assert record["seeds"] == 5, record["id"]
+    ids = {r["id"] for r in records}
+    for name in protocol.TESTED_ELSEWHERE:  # kept as history, answered elsewhere
+        assert name not in ids and first_pass.PREFIX + name in ids
+    assert not [i for i in ids if i.startswith("protocol-")]
 
 
 def test_the_ledger_finds_evidence_in_a_subfolder_and_nowhere_else(tmp_path):
@@ -31,7 +47,8 @@ def test_the_ledger_finds_evidence_in_a_subfolder_and_nowhere_else(tmp_path):
     (tmp_path / "protocol" / "sweep.json").write_text(json.dumps({"summary": []}))
     ok = {"schema": 1, "claims": [_record("a", file="protocol/sweep.json")]}
     assert ledger.check_ledger(ok, tmp_path)[0]["id"] == "a"
-    for file in ("protocol/other.json", "../protocol/sweep.json", "a/b/sweep.json"):
+    for file in ("protocol/other.json", "../protocol/sweep.json", "a/b/sweep.json",
+                 "first_pass/sweep.json"):
         bad = {"schema": 1, "claims": [_record("a", file=file)]}
         with pytest.raises(ValueError, match="must be among the results"):
             ledger.check_ledger(bad, tmp_path)
@@ -40,17 +57,18 @@ def test_the_ledger_finds_evidence_in_a_subfolder_and_nowhere_else(tmp_path):
 def test_a_rule_whose_sweep_has_not_run_gives_no_record(tmp_path):
     (tmp_path / "protocol").mkdir()
     with pytest.raises(protocol.NotYetRun):
-        protocol.ProtocolSweeps(tmp_path / "protocol")("sweep.json")
+        protocol.FolderSweeps(tmp_path / "protocol")("sweep.json")
     assert protocol.records(tmp_path) == []
+    assert first_pass.records(tmp_path) == []
     assert interventions.records(tmp_path) == []
 
 
-def test_the_changes_pair_each_protocol_record_with_its_first_pass():
-    records = [_record("x", "holds"), _record("y", "fails")]
-    rerun = [dict(protocol.as_protocol(r), seeds=10, interval=[0.2, 0.25])
-             for r in records]
-    rerun[0]["verdict"] = "qualified"
-    rows = protocol.verdict_changes(records + rerun + [_record("protocol-z")])
+def test_the_changes_pair_each_first_pass_record_with_the_protocols():
+    old = [first_pass.as_first_pass(_record("x", "holds")),
+           first_pass.as_first_pass(_record("y", "fails"))]
+    now = [dict(_record("x", "qualified"), seeds=10, interval=[0.2, 0.25]),
+           dict(_record("y", "fails"), seeds=10, interval=[0.2, 0.25])]
+    rows = first_pass.verdict_changes(now + old + [_record("first-pass-z")])
     assert [(r["id"], r["changed"]) for r in rows] == [("x", True), ("y", False)]
     assert rows[0]["first pass"] == "holds (5 seeds)"
     assert rows[0]["protocol"] == "qualified (10 seeds)"

@@ -14,7 +14,7 @@ import pytest
 
 from relpos.book import results
 from relpos.book.experiments import verdicts
-from relpos.book.experiments.verdicts import chapter9, chapter10
+from relpos.book.experiments.verdicts import chapter9, chapter10, protocol
 from relpos.book.experiments.verdicts.rules import (
     Sweeps,
     combine,
@@ -61,52 +61,63 @@ def test_a_record_counts_its_seeds_and_gives_ten_an_interval():
         make_record("x", 9, "a claim", "maybe", "why", ("s.json", []), [1.0])
 
 
-def test_every_rule_gives_one_record_of_chapter_9_or_10():
+def test_every_rule_gives_one_record_of_chapter_9_or_10_from_the_protocol():
     assert len(verdicts.RULES) == len({f.__name__ for f in verdicts.RULES})
     records = verdicts.records(results.path("claims.json").parent)
-    assert len(records) == len(verdicts.RULES)
+    # the four mechanism rules are answered by chapter 12's interventions
+    assert len(records) == len(verdicts.RULES) - len(protocol.TESTED_ELSEWHERE)
     assert {r["chapter"] for r in records} == {9, 10}
-    untested = {r["id"] for r in records if r["verdict"] == "untested"}
-    assert untested == {"buckets-row-0", "sinusoid-scale", "two-hop-path",
-                        "causal-t5-why"}
+    assert not {r["id"] for r in records} & set(protocol.TESTED_ELSEWHERE)
+    assert all(r["verdict"] != "untested" for r in records)
+    assert all(r["evidence"]["file"].startswith("protocol/") for r in records)
+    assert {r["seeds"] for r in records} == {10}
 
 
-def edited(tmp_path, name: str, cell: tuple, values: list[float]) -> Sweeps:
-    """The sweeps with one summary cell's seeds replaced (setting, task, scheme,
-    train size, length)."""
+def edited(tmp_path, name: str, cells: dict[tuple, list[float]]) -> Sweeps:
+    """The protocol's sweeps with some summary cells' seeds replaced, each cell
+    named by (setting, task, scheme, train size, length)."""
     for file in ("sweep.json", name):
-        shutil.copy(results.path(file), tmp_path / file)
+        shutil.copy(results.path(f"protocol/{file}"), tmp_path / file)
     data = json.loads((tmp_path / name).read_text())
     for row in data["summary"]:
         key = (row["setting"], row["task"], row["scheme"], row["train_size"],
                row["length"])
-        if key == cell:
+        if key in cells:
+            values = cells[key]
             row["values"], row["mean"] = values, sum(values) / len(values)
             row["min"], row["max"] = min(values), max(values)
     (tmp_path / name).write_text(json.dumps(data))
     return Sweeps(tmp_path)
 
 
+COMMITTED = results.path("claims.json").parent / "protocol"
+
+
 def test_a_rule_moves_its_verdict_when_the_numbers_move(tmp_path):
-    committed = Sweeps(results.path("claims.json").parent)
-    assert chapter10.ablation_c2p(committed)["verdict"] == "qualified"
+    committed = Sweeps(COMMITTED)
+    assert chapter10.ablation_c2p(committed)["verdict"] == "fails"  # p2c fits too
+    c2p = ("encoder", "relative", "deberta-c2p", 8, 32)
     p2c = ("encoder", "relative", "deberta-p2c", 8, 32)
-    weak = edited(tmp_path, "sweep_ablation.json", p2c, [0.5] * 5)
+    weak = edited(tmp_path, "sweep_ablation.json", {c2p: [0.99] * 10, p2c: [0.5] * 10})
     assert chapter10.ablation_c2p(weak)["verdict"] == "holds"  # c2p alone fits
-    strong = edited(tmp_path, "sweep_ablation.json", p2c, [0.99] * 5)
+    some = edited(tmp_path, "sweep_ablation.json",
+                  {c2p: [0.99] * 10, p2c: [0.5] * 5 + [0.99] * 5})
+    assert chapter10.ablation_c2p(some)["verdict"] == "qualified"
+    strong = edited(tmp_path, "sweep_ablation.json", {c2p: [0.99] * 10,
+                                                      p2c: [0.99] * 10})
     assert chapter10.ablation_c2p(strong)["verdict"] == "fails"  # either term fits
 
     assert chapter9.encoder_relative_buckets(committed)["verdict"] == "qualified"
     buckets = ("encoder", "relative", "deberta-buckets", 512, 256)
-    kept = edited(tmp_path, "sweep.json", buckets, [1.0] * 5)
+    kept = edited(tmp_path, "sweep.json", {buckets: [1.0] * 10})
     assert chapter9.encoder_relative_buckets(kept)["verdict"] == "holds"
 
 
 def test_a_bound_record_fails_when_a_seed_passes_the_bound(tmp_path):
-    committed = Sweeps(results.path("claims.json").parent)
+    committed = Sweeps(COMMITTED)
     assert chapter10.causal_none_bound(committed)["verdict"] == "holds"
     cell = ("causal", "relative", "none", 512, 64)
-    above = edited(tmp_path, "sweep_causal.json", cell, [0.16, 0.16, 0.16, 0.16, 0.3])
+    above = edited(tmp_path, "sweep_causal.json", {cell: [0.16] * 9 + [0.3]})
     assert chapter10.causal_none_bound(above)["verdict"] == "fails"
 
 

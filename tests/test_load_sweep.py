@@ -69,9 +69,11 @@ def schema_1(with_accuracies: bool = True) -> dict:
 
 def test_the_committed_sweeps_are_schema_2_or_3_and_come_back_as_they_are():
     names = [
-        n for n in results.names() if n.startswith("sweep") and n.endswith(".json")
+        n for n in results.names()
+        if n.rpartition("/")[2].startswith("sweep") and n.endswith(".json")
     ]
-    assert "sweep.json" in names and len(names) >= 6
+    assert {"protocol/sweep.json", "first_pass/sweep.json"} <= set(names)
+    assert len(names) >= 12
     for name in names:
         stored = results.load(name)
         assert stored["schema"] in (2, 3), name

@@ -94,7 +94,8 @@ def test_the_sdist_is_the_library_without_the_tests(sdist):
         "CITATION.cff",
         "relpos/__init__.py",
         "relpos/py.typed",
-        "relpos/book/results/sweep.json",
+        "relpos/book/results/protocol/sweep.json",
+        "relpos/book/results/first_pass/sweep.json",
     ):
         assert needed in files, needed
     # Test-free: no test module without the helpers and the book it needs.
@@ -120,7 +121,8 @@ def test_the_wheel_carries_its_licences_types_and_results(wheel):
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
     assert "relpos/py.typed" in names
-    assert "relpos/book/results/sweep.json" in names
+    assert "relpos/book/results/protocol/sweep.json" in names
+    assert "relpos/book/results/first_pass/sweep.json" in names
     assert {n.split("/", 1)[0] for n in names} == {
         "relpos",
         f"relpos-{relpos.__version__}.dist-info",
@@ -168,10 +170,10 @@ import relpos
 loaded = {"matplotlib": "matplotlib" in sys.modules,
           "relpos.book": "relpos.book" in sys.modules}
 from relpos.book import plot, results
-sweep = results.load("sweep.json")
+sweep = results.load("protocol/sweep.json")
 print(json.dumps({
     "file": relpos.__file__,
-    "results": str(results.path("sweep.json")),
+    "results": str(results.path("protocol/sweep.json")),
     "version": relpos.__version__,
     "metadata_version": importlib.metadata.version("relpos"),
     "py_typed": importlib.resources.files("relpos").joinpath("py.typed").is_file(),

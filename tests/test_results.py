@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import tomllib
-from pathlib import Path
+from fnmatch import fnmatch
+from pathlib import Path, PurePosixPath
 
 import pytest
 
@@ -16,7 +17,13 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_every_committed_file_is_listed_and_readable():
     folder = ROOT / "relpos" / "book" / "results"
     suffixes = (".json", ".png", ".svg")
-    on_disk = sorted(p.name for p in folder.iterdir() if p.suffix in suffixes)
+    on_disk = sorted(
+        p.relative_to(folder).as_posix()
+        for p in [*folder.iterdir(), *(q for sub in results.SUBFOLDERS
+                                       for q in (folder / sub).iterdir())]
+        if p.suffix in suffixes
+    )
+    assert {"protocol/sweep.json", "first_pass/sweep.json"} <= set(on_disk)
     assert results.names() == on_disk
     for name in on_disk:
         assert results.path(name).read_bytes() == (folder / name).read_bytes()
@@ -32,8 +39,12 @@ def test_the_benchmark_reads_its_committed_json():
 def test_package_data_covers_every_committed_suffix():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     patterns = config["tool"]["setuptools"]["package-data"]["relpos.book.results"]
+    def covers(pattern: str, name: str) -> bool:  # setuptools: "*" stops at a "/"
+        pattern_, name_ = PurePosixPath(pattern), PurePosixPath(name)
+        return pattern_.parent == name_.parent and fnmatch(name_.name, pattern_.name)
+
     for name in results.names():
-        assert any(name.endswith(p.removeprefix("*")) for p in patterns), name
+        assert any(covers(p, name) for p in patterns), name
 
 
 @pytest.mark.parametrize("name", ["", "../pyproject.toml", "a/b/c.json", "a//b.json", None])

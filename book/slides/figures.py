@@ -129,24 +129,25 @@ def landscape() -> Figure:
 
 def sweep() -> Figure:
     """Chapter 9: the encoder sweep, 512 training sequences, every test length."""
-    return plot.accuracy_grid(results.load("sweep.json"), train_size=512)
+    return plot.accuracy_grid(results.load("protocol/sweep.json"), train_size=512)
 
 
 def ablation() -> Figure:
-    """Chapter 10: the seeds of DeBERTa's ablation on the relative task."""
-    data = results.load("sweep_ablation.json")
+    """Chapter 10: the seeds of DeBERTa's ablation on the relative task (protocol)."""
+    data = results.load("protocol/sweep_ablation.json")
     return plot.seed_points(data, task="relative", schemes=data["grid"]["scheme"])
 
 
 def band() -> Figure:
-    """Chapter 10: band profiles of random and sinusoidal tables, before and after."""
-    data = results.load("sweep_band.json")
+    """Chapter 10: band profiles of random and sinusoidal tables (protocol)."""
+    data = results.load("protocol/sweep_band.json")
     return plot.band_profiles(data, schemes=["deberta", "deberta-sinusoidal"])
 
 
 def causal() -> Figure:
-    """Chapter 10: the causal decoders' sweep."""
-    return plot.accuracy_grid(results.load("sweep_causal.json"), train_size=512)
+    """Chapter 10: the causal decoders' sweep (protocol)."""
+    data = results.load("protocol/sweep_causal.json")
+    return plot.accuracy_grid(data, train_size=512)
 
 
 FIGURES: dict[str, Callable[[], Figure]] = {

@@ -27,7 +27,8 @@ from relpos.book.interactive._evaluate import objects  # noqa: E402
 
 LANDSCAPE_PAGE = "book/08_where_deberta_sits.html"
 RESULTS_PAGE = "book/09_relative_positions_at_work.html"
-SWEEPS = [results.load("sweep.json"), results.load("sweep_causal.json")]
+SWEEPS = [results.load("protocol/sweep.json"),
+          results.load("protocol/sweep_causal.json")]
 CELLS = {
     (r["setting"], r["task"], r["scheme"], r["train_size"], r["length"]): r
     for sweep in SWEEPS
@@ -149,18 +150,18 @@ def test_results_explorer_follows_every_control(server, browser):
         }"""
     )
     assert inside == [True], "the note is drawn inside the figure, not cut off"
-    choose(page, "results", "training sequences", "8")
-    _expect(page, "causal", "far", 8, ticked)  # nothing run: four notes
+    choose(page, "results", "training sequences", "32")
+    _expect(page, "causal", "far", 32, ticked)  # nothing run: four notes
     choose(page, "results", "setting", "encoder")
-    _expect(page, "encoder", "far", 8, ticked)
+    _expect(page, "encoder", "far", 32, ticked)
     toggle(page, "results", "deberta")
     ticked.remove("deberta")
-    _expect(page, "encoder", "far", 8, ticked)
+    _expect(page, "encoder", "far", 32, ticked)
     choose(page, "results", "values at test length", "64")
     readout = [str(row["values"]) for row in drawn(page, "results", "readout_marks")]
     assert len(readout) == len(ticked)
     for line, scheme in zip(readout, ["absolute", "sinusoidal", "t5"]):
-        mean = round(CELLS["encoder", "far", scheme, 8, 64]["mean"], 4)
+        mean = round(CELLS["encoder", "far", scheme, 32, 64]["mean"], 4)
         assert line.startswith(f"{scheme} at n = 64, mean {100 * mean:.1f}%"), line
     assert refused == [] and errors == []
     page.context.close()

@@ -4,8 +4,8 @@ The check of the "predict, then run" exercise takes the student's run record
 (an entry of ``relpos.book.experiments.compare``) and what it was built from;
 it rebuilds the model (no training) to confirm that the run belongs to that
 setting, then reads its accuracy (chapter 10's checks share these helpers).
-The data-efficiency check reads the sweep stored with the package,
-``relpos.book.results.load("sweep.json")``.
+The data-efficiency check reads the protocol's main sweep stored with the
+package, ``relpos.book.results.load("protocol/sweep.json")``.
 """
 
 from __future__ import annotations
@@ -162,14 +162,15 @@ def data_efficiency(answer: Any, *, sweep: dict[str, Any] | None = None) -> str:
     """``{scheme: the fewest training sequences whose mean accuracy reaches 90%}``.
 
     On the relative task at the training length, in the encoder setting, from
-    the stored sweep (or from ``sweep``, a dict of the same form; a schema-1
+    the protocol's stored sweep (or from ``sweep``, a dict of the same form; a schema-1
     file is read as an encoder sweep). ``None`` where no size reaches it.
     """
     from .. import results
 
     from ..experiments.sweep import load_sweep
 
-    sweep = load_sweep(results.load("sweep.json") if sweep is None else sweep)
+    stored = results.load("protocol/sweep.json") if sweep is None else sweep
+    sweep = load_sweep(stored)
     sizes = sweep["grid"]["train_size"]
     length = int(sweep["config"]["train_length"])
     expected = _fewest(sweep, "relative", length, "mean")
@@ -184,7 +185,7 @@ def data_efficiency(answer: Any, *, sweep: dict[str, Any] | None = None) -> str:
         efficient = [s for s, n in expected.items() if n == min(sizes)]
         never = [s for s, n in expected.items() if n is None]
         return fit(
-            f"at {min(sizes)} sequences only {', '.join(efficient)} "
+            f"at {min(sizes)} sequences {', '.join(efficient)} "
             f"reach 90%; {', '.join(never) or 'no scheme'} never do.",
             "ch9-ex2",
         )

@@ -6,8 +6,9 @@ Shape legend:
         its run record (an entry of ``relpos.book.experiments.compare``);
     ch10-ex3: a dict ``{scheme: accuracy gain, a fraction}``
 
-The sweeps are those stored with the package (``relpos.book.results``); every
-check that reads one also takes a dict of the same form by keyword.
+The sweeps are the protocol's, stored with the package (``relpos.book.results``,
+:data:`SWEEP` and :data:`CAUSAL`: tuned rates, ten seeds); every check that reads
+one also takes a dict of the same form by keyword.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from .ch09 import THRESHOLD, _accuracy_at, _check_parameters, _run_record, fit
 
 #: A fall: accuracy at least this much below the same model's at the training length.
 FALL = 0.1
+#: The encoder sweep the checks read unless given one (chapter 9's, under the protocol).
+SWEEP = "protocol/sweep.json"
+#: The causal sweep the checks read unless given one.
+CAUSAL = "protocol/sweep_causal.json"
 
 
 def _first_untrained(sweep: dict[str, Any], task: str, scheme: str) -> int | None:
@@ -72,7 +77,7 @@ def predict_from_coverage(
     from ..experiments.sweep import load_sweep
 
     sweep = load_sweep(
-        results.load("sweep.json") if sweep is None else sweep,
+        results.load(SWEEP) if sweep is None else sweep,
         needs=("config", "coverage"),
         name="sweep",
     )
@@ -231,10 +236,10 @@ def what_the_mask_changes(
     from ..experiments.sweep import load_sweep
 
     encoder = load_sweep(
-        results.load("sweep.json") if encoder is None else encoder, name="encoder"
+        results.load(SWEEP) if encoder is None else encoder, name="encoder"
     )
     causal = load_sweep(
-        results.load("sweep_causal.json") if causal is None else causal,
+        results.load(CAUSAL) if causal is None else causal,
         needs=("config",),
         name="causal",
     )
@@ -282,4 +287,4 @@ def what_the_mask_changes(
     )
 
 
-__all__ = ["causal_gain"]
+__all__ = ["CAUSAL", "SWEEP", "causal_gain"]

@@ -1,7 +1,8 @@
 """An explorer of the trained sweeps: accuracy against test length, a few schemes.
 
-The chart of chapter 9: the committed sweeps (``relpos.book.results``, the encoder
-study ``sweep.json`` and the causal decoders ``sweep_causal.json``) as one line
+The chart of chapter 9: the protocol's committed sweeps (``relpos.book.results``,
+the encoder study ``protocol/sweep.json`` and the causal decoders
+``protocol/sweep_causal.json``: tuned rates, ten seeds) as one line
 per shown scheme, the mean over the seeds, with a band from the lowest to the
 highest seed and the training length marked. Selectors choose the task, the
 setting and the number of training sequences; a checkbox per scheme shows it.
@@ -22,7 +23,7 @@ from ._figure import Interactive
 
 DIGITS = 4
 DEFAULT_SCHEMES = ("absolute", "t5", "deberta")
-SWEEPS = ("sweep.json", "sweep_causal.json")
+SWEEPS = ("protocol/sweep.json", "protocol/sweep_causal.json")
 SETTING_LABELS = {"encoder": "encoder", "causal": "causal decoder"}
 # One colour per scheme, kept when schemes are ticked and unticked.
 PALETTE = (
@@ -169,8 +170,8 @@ def results_chart(
 
     Args:
         sweeps: the sweep results to explore (each read by ``load_sweep``:
-            schema 2, or schema 1 upgraded); ``None`` loads the committed
-            encoder and causal sweeps.
+            schema 2 or 3, or schema 1 upgraded); ``None`` loads the
+            protocol's committed encoder and causal sweeps.
         task, setting, train_size: where the selectors start.
         shown: the schemes ticked at first.
 

@@ -13,6 +13,12 @@ notebook opened alone on Colab after ``pip install`` from the repository
     True
     >>> data = results.load("bench_cpu.json")  # the parsed JSON
 
+Two subfolders hold the trained sweeps: ``protocol/`` (schema 3: rates tuned
+per cell until interior, ten seeds, bootstrap intervals; the files chapters 9 to
+12 read) and ``first_pass/`` (schema 2: five seeds, untuned rates; the archive
+chapter 12 compares the protocol with). Name a file there as
+``"protocol/sweep.json"`` or ``"first_pass/sweep.json"``.
+
 To refresh a result, rerun its command with
 ``--output relpos/book/results/NAME.json`` from the repository root and commit the
 file.
@@ -26,16 +32,25 @@ from importlib.resources.abc import Traversable
 from typing import Any
 
 _SUFFIXES = (".json", ".png", ".svg")
+#: The subfolders of committed results: the protocol's sweeps and the first pass.
+SUBFOLDERS = ("protocol", "first_pass")
 
 
 def names() -> list[str]:
-    """The committed result files, sorted by name."""
+    """The committed result files, sorted by name; a subfolder's as ``"protocol/x"``."""
     folder = resources.files(__name__)
-    return sorted(p.name for p in folder.iterdir() if p.name.endswith(_SUFFIXES))
+    found = [p.name for p in folder.iterdir() if p.name.endswith(_SUFFIXES)]
+    for sub in SUBFOLDERS:
+        inner = folder.joinpath(sub)
+        if inner.is_dir():
+            found += [f"{sub}/{p.name}" for p in inner.iterdir()
+                      if p.name.endswith(_SUFFIXES)]
+    return sorted(found)
 
 
 def path(name: str) -> Traversable:
-    """The committed file ``name`` (``"bench_cpu.json"``, ``"protocol/sweep.json"``).
+    """The committed file ``name`` (``"bench_cpu.json"``, ``"protocol/sweep.json"``,
+    ``"first_pass/sweep.json"``).
 
     Returns an ``importlib.resources`` traversable: a ``pathlib.Path`` for every
     ordinary install, readable with ``.read_text()`` / ``.read_bytes()`` either way.
@@ -51,7 +66,8 @@ def path(name: str) -> Traversable:
     ):
         raise ValueError(
             "name must be a file name such as 'bench_cpu.json' or one in a "
-            f"subfolder such as 'protocol/sweep.json', got {name!r}"
+            "subfolder such as 'protocol/sweep.json' or 'first_pass/sweep.json', "
+            f"got {name!r}"
         )
     file = resources.files(__name__).joinpath(name)
     if not file.is_file():
@@ -68,4 +84,4 @@ def load(name: str) -> dict[str, Any]:
     return json.loads(path(name).read_text(encoding="utf-8"))
 
 
-__all__ = ["load", "names", "path"]
+__all__ = ["SUBFOLDERS", "load", "names", "path"]

@@ -2,15 +2,16 @@
 
 ``python -m relpos.book.results`` runs it after any sweep. Each module of
 :data:`SOURCES` has ``records(folder) -> [record, ...]``, computed by rules from
-the result files of ``folder`` (never typed in): the synthetic sweeps of
-chapters 9 and 10 (``relpos.book.experiments.verdicts``), the text results
-of chapter 11 (``relpos.book.text.verdicts``), and chapter 12's: the same
-rules on the protocol's sweeps in ``folder / "protocol"``
-(``verdicts.protocol``) and the interventions (``verdicts.interventions``); and
-chapter 13's, the headline verdicts at a second scale (``verdicts.wide``).
-:func:`build_ledger` checks the whole ledger (``ledger.check_ledger``: the schema,
-unique ids, evidence files and keys among the results) before
-:func:`write_ledger` writes it.
+the result files of ``folder`` (never typed in): chapters 9 and 10's, the
+rules of ``relpos.book.experiments.verdicts`` on the protocol's sweeps in
+``folder / "protocol"``; chapter 11's, from the text results
+(``relpos.book.text.verdicts``); and chapter 12's: the same rules on the
+first pass archived in ``folder / "first_pass"`` (``verdicts.first_pass``,
+records ``first-pass-<id>``) and the interventions
+(``verdicts.interventions``); chapter 13's, the headline verdicts at a
+second scale (``verdicts.wide``). :func:`build_ledger` checks the
+whole ledger (``ledger.check_ledger``: the schema, unique ids, evidence files
+and keys among the results) before :func:`write_ledger` writes it.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from ..experiments import verdicts as synthetic
-from ..experiments.verdicts import interventions, protocol, wide
+from ..experiments.verdicts import first_pass, interventions, wide
 from ..text import verdicts as text
 from . import ledger
 
 #: The rule modules, in the ledger's order.
-SOURCES = (synthetic, text, protocol, interventions, wide)
+SOURCES = (synthetic, text, first_pass, interventions, wide)
 #: The folder of the results and of ``claims.json``.
 FOLDER = Path(__file__).parent
 

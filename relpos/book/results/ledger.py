@@ -24,7 +24,8 @@ lists the verdicts a chapter states that the ledger does not hold.
 as one thing, from which of :data:`RELATIVE_SCHEMES` pass.
 
 The ledger is written by ``python -m relpos.book.results`` (``build.py``) from
-the rules of ``relpos.book.experiments.verdicts`` and ``relpos.book.text.verdicts``.
+the rules of ``relpos.book.experiments.verdicts`` (on the protocol's sweeps, and
+on the first pass for chapter 12) and ``relpos.book.text.verdicts``.
 """
 
 from __future__ import annotations
@@ -119,7 +120,8 @@ def check_ledger(ledger: dict[str, Any], folder: Path | None = None) -> list[dic
     """The records of ``ledger``, each checked; ids and seed claims unique.
 
     With ``folder`` (the results folder), each evidence file must be in it or
-    in a subfolder of it (``"protocol/sweep.json"``) and each key a top-level
+    in a subfolder of it (``"protocol/sweep.json"``, ``"first_pass/sweep.json"``)
+    and each key a top-level
     key of its JSON.
     """
     if not isinstance(ledger, dict) or ledger.get("schema") != LEDGER_SCHEMA:

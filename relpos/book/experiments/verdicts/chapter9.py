@@ -130,8 +130,9 @@ def encoder_relative_buckets(s: Sweeps) -> dict[str, Any]:
         f"Loss at {name}: {100 * sum(drops) / len(drops):.0f} points in the mean, "
         f"{100 * max(drops):.0f} in the worst seed (a fall is more than "
         f"{100 * FALL:.0f}). It reads its untrained row 0 (keys far ahead) from "
-        f"n = {first}, in {percent(share)} of the queries at {name}; that row 0 "
-        "causes the loss is not isolated (record buckets-row-0).",
+        f"n = {first}, in {percent(share)} of the queries at {name}. That row 0 "
+        "causes the loss is tested in chapter 12, row 0's reads redirected and "
+        "masked on the trained weights (record intervention-row-0).",
         (SWEEP, ["summary", "coverage"]),
         at_long,
     )
@@ -246,7 +247,8 @@ def encoder_data_sinusoidal(s: Sweeps) -> dict[str, Any]:
         f"Fewest sequences reaching {percent(FIT)}: absolute {fewest['absolute']}, "
         f"sinusoidal {fewest['sinusoidal']} ("
         f"{percent(s.mean(SWEEP, 'relative', 'sinusoidal', size=at_absolute))} "
-        f"with {at_absolute}). Why is not isolated (record sinusoid-scale).",
+        f"with {at_absolute}). Why is tested in chapter 12, the sinusoids given "
+        "a learned scale and tuned (record intervention-sinusoid-tuned).",
         (SWEEP, ["summary"]),
         s.values(SWEEP, "relative", "sinusoidal", size=at_absolute),
     )

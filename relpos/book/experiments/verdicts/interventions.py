@@ -5,9 +5,10 @@ trains each cell at ten seeds and compares an arm with one cause changed against
 the model as trained, seed by seed (``comparisons``: mean difference, bootstrap
 interval, exact sign-flip p-value). A difference is *shown* when its p-value is
 below :data:`ALPHA` and its interval excludes zero. Each rule here reads those
-comparisons and states the verdict on the claim chapters 9 and 10 made (the
-records ``buckets-row-0``, ``sinusoid-scale``, ``two-hop-path`` and
-``causal-t5-why``, ``untested`` there); a record's ``values`` are the per-seed
+comparisons and states the verdict on a mechanism chapters 9 and 10 read off a
+correlation (the rules ``buckets-row-0``, ``sinusoid-scale``, ``two-hop-path``
+and ``causal-t5-why``, ``untested`` by construction: the first pass's records
+``first-pass-<id>``); a record's ``values`` are the per-seed
 differences its verdict rests on, so its interval is theirs. Without the file
 no record is written.
 """
