@@ -43,7 +43,7 @@ def test_each_problem_set_is_due_weeks_after_its_session():
     taught = {
         f"ch{n:02d}": s["number"] for s in PLAN["sessions"] for n in s["chapters"]
     }
-    assert sorted(dates) == sorted(taught) and len(dates) == 12
+    assert sorted(dates) == sorted(taught) and len(dates) == 13
     days = 7 * PLAN["format"]["homework_due_weeks"]  # the plan's one due rule
     interval = PLAN["assessment"]["session_interval_days"]
     for name, session in taught.items():

@@ -107,7 +107,7 @@ def test_the_plan_has_four_sessions_numbered_in_order():
 def test_every_chapter_is_taught_exactly_once_and_in_order():
     taught = [n for session in SESSIONS for n in session["chapters"]]
     assert taught == sorted(CHAPTERS), (taught, sorted(CHAPTERS))
-    assert len(CHAPTERS) == 12, sorted(CHAPTERS)
+    assert len(CHAPTERS) == 13, sorted(CHAPTERS)
 
 
 def test_each_chapter_is_read_before_the_session_that_teaches_it():

@@ -101,6 +101,7 @@ WRONG: dict[str, tuple[str, str, str]] = {
         'if test["p_value"] < 0.05:',
         "some of these are not shown ahead",
     ),
+    "ch13-ex1": ("return 3 * m + 1", "return 3 * m", "the final carry"),
 }
 
 

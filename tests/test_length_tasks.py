@@ -17,7 +17,16 @@ from relpos.book.experiments.bounds import (
 )
 from relpos.book.experiments.coverage import coverage
 from relpos.book.experiments.equivariance import expected_max_share
-from relpos.book.experiments.layouts import IGNORE, LAYOUTS, sum_digits
+from relpos.book.experiments.layouts import (
+    IGNORE,
+    LAYOUTS,
+    answer_slots,
+    farthest_source,
+    layout_labels,
+    needed_distances,
+    sample_tokens,
+    sum_digits,
+)
 from relpos.book.experiments.measure import exact_match, exact_share, predict
 from relpos.book.experiments.randomised import draw_positions, evaluation_positions
 from relpos.book.experiments.schemes import RANDOMISED_SCHEMES
@@ -106,6 +115,65 @@ def test_sampled_sequences_follow_the_layout(name, n):
         queries = tokens[:, pad + 2 * m :]
         assert torch.equal(queries.sort(-1).values, keys.sort(-1).values)
 
+
+
+# -- the distances each answer slot needs ----------------------------------------------
+
+
+def _observed_needs(kind: str, n: int, vocab: int, param: int) -> list[int]:
+    """For each answer slot, the largest ``i - j`` of a symbol ``j`` whose change
+    alone (to every other symbol, on sampled sequences) changed that slot's label."""
+    generator = torch.Generator().manual_seed(11)
+    tokens = sample_tokens(kind, 96, n, vocab, param, generator)  # (b, n)
+    labels = layout_labels(kind, tokens, vocab, param)  # (b, n)
+    slots = answer_slots(kind, n)  # (answers,)
+    farthest = [0] * len(slots)
+    for j in range(n):
+        if not bool((tokens[:, j] < vocab).all()):
+            continue  # not a label symbol in every sequence (PAD, SEP, a key)
+        for step in range(1, vocab):
+            changed = tokens.clone()
+            changed[:, j] = (tokens[:, j] + step) % vocab
+            moved = (layout_labels(kind, changed, vocab, param) != labels)[:, slots]
+            for s, slot in enumerate(slots.tolist()):
+                if bool(moved[:, s].any()):
+                    farthest[s] = max(farthest[s], slot - j)
+    return farthest
+
+
+@pytest.mark.parametrize("kind", GROWING)
+@pytest.mark.parametrize("n", [5, 6, 7, 9, 12, 14])
+def test_needed_distances_are_what_changing_one_token_shows(kind, n):
+    # a small vocabulary (base 2 for addition: long carries are common)
+    vocab, param = (2, 0) if kind == "addition" else (3, 8)
+    observed = _observed_needs(kind, n, vocab, param)
+    assert needed_distances(kind, n).tolist() == observed
+    assert farthest_source(kind, n) == max(observed)
+    assert answer_slots(kind, n).tolist() == list(
+        range(n - LAYOUTS[kind].answers(n), n)
+    )
+
+
+@pytest.mark.parametrize("n", [5, 9, 10, 31, 32, 64, 257])
+def test_farthest_sources_follow_the_docstring(n):
+    m = {kind: LAYOUTS[kind].size(n) for kind in GROWING}
+    assert farthest_source("copy", n) == (n + 1) // 2 == m["copy"] + 1
+    assert farthest_source("reverse", n) == 2 * m["reverse"]
+    assert farthest_source("mqar", n) == 3 * m["mqar"] - 2 <= n - 2
+    assert farthest_source("addition", n) == 3 * m["addition"] + 1
+    k = torch.arange(m["reverse"])
+    assert torch.equal(needed_distances("reverse", n), 2 * k + 2)
+
+
+def test_bad_kinds_and_lengths_of_the_needed_distance_are_refused():
+    with pytest.raises(ValueError, match="kind must be one of copy"):
+        farthest_source("shift", 9)
+    with pytest.raises(TypeError, match="kind must be a str"):
+        needed_distances(3, 9)
+    with pytest.raises(ValueError, match="n must be >= 5 for a addition task"):
+        farthest_source("addition", 4)
+    with pytest.raises(TypeError, match="n must be an int"):
+        answer_slots("copy", 9.0)
 
 # -- chance levels, scored positions, lengths ------------------------------------------
 

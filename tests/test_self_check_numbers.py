@@ -806,3 +806,81 @@ def _(question):
     assert chapter9.buckets_row_0 in RULES and chapter9.CHAPTER == 9
     assert "row 0" in blamed["claim"] and blamed["verdict"] == "untested"
     return {0, 9}
+
+
+# -- chapter 13: distances that grow, exact match, randomised positions, two scales --
+
+
+@checks("ch13", "fixed-offset")
+def _(question):
+    from relpos.book.experiments import Config
+    from relpos.book.experiments.layouts import farthest_source
+    from relpos.book.experiments.tasks import TASKS
+
+    assert TASKS["far"].param == 12 and Config(task="far").train_length > 12
+    # far's answer is 12 back at every length; copy's and reverse's grow with it
+    assert farthest_source("copy", 64) > farthest_source("copy", 32) > 12
+    assert farthest_source("reverse", 64) > farthest_source("reverse", 32)
+    # a table clipped at k = 8 gives 12 the row of every farther distance
+    assert relpos.delta(12, 8) == relpos.delta(100, 8) == 2 * 8 - 1
+    return {12}
+
+
+@checks("ch13", "per-token-and-exact-match")
+def _(question):
+    from relpos.book.experiments.layouts import LAYOUTS
+    from relpos.book.experiments.tasks import TASKS
+
+    n, slots, vocab = 32, LAYOUTS["copy"].answers(32), TASKS["copy"].vocab_size
+    assert (slots, vocab) == (15, 16) and round(100 * 0.9**slots) == 21
+    # 100 sequences, 150 wrong slots of 1500 (90% per token): spread, every
+    # sequence has a wrong slot; crowded, ten sequences are wrong everywhere
+    spread = torch.zeros(100, slots, dtype=torch.bool)
+    spread[:, 0] = True
+    spread[:50, 1] = True
+    crowded = torch.zeros(100, slots, dtype=torch.bool)
+    crowded[:10] = True
+    for wrong_slots in (spread, crowded):
+        assert float(1 - wrong_slots.float().mean()) == pytest.approx(0.9)
+    assert float((~spread).all(-1).float().mean()) == 0
+    assert float((~crowded).all(-1).float().mean()) == pytest.approx(0.9)
+    assert "0% to 90%" in right(question)
+    return {n, slots, vocab, 90, 21, 0.9, 0}
+
+
+@checks("ch13", "randomised-range")
+def _(question):
+    from relpos.book.experiments.randomised import draw_positions
+
+    generator = torch.Generator().manual_seed(0)
+    with pytest.raises(ValueError, match="n must be <= position_range"):
+        draw_positions(1, 65, 64, generator)  # no room for a longer sequence
+    drawn = draw_positions(4000, 8, 64, generator)  # training at 8, P = 64
+    assert set(drawn.flatten().tolist()) == set(range(64))  # every position visited
+    distances = (drawn[:, :, None] - drawn[:, None, :]).flatten()
+    assert set(distances.tolist()) == set(range(-63, 64))  # and every distance
+    return set()
+
+
+@checks("ch13", "two-layer-relay")
+def _(question):
+    from relpos.book.results.ledger import load_ledger
+
+    hop = next(r for r in load_ledger() if r["id"] == "intervention-two-hop")
+    assert hop["chapter"] == 12 and "two hops" in hop["claim"]
+    return {12}
+
+
+@checks("ch13", "second-scale")
+def _(question):
+    from relpos.book.experiments.verdicts import wide
+    from relpos.book.results.ledger import load_ledger
+
+    chapters = {r["id"]: r["chapter"] for r in load_ledger()}
+    assert {chapters[twin] for twin in wide.TWINS.values()} == {9, 10}
+    assert "width 128 with two layers" in wide.SCALE and wide.CHAPTER == 13
+    make = (ROOT / "Makefile").read_text()
+    wide_run = make.split("\nWIDE := ")[1].split("\nWIDE_RESULTS")[0]  # the command
+    assert "--hidden-size 128" in wide_run and "--layers 2" in wide_run
+    assert "$(PROTOCOL_SEEDS)" in wide_run  # the same protocol: seeds, tuning
+    return {9, 10, 128}

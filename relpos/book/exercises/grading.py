@@ -89,6 +89,8 @@ GRADING: dict[str, Grading] = {
     "ch11-ex2": _hidden(NUMBER, "a table of bits-per-byte differences"),
     "ch12-ex1": _visible(CODE, "a function"),
     "ch12-ex2": _hidden(NUMBER, "a set of schemes"),
+    "ch13-ex1": _visible(CODE, "a function"),
+    "ch13-ex2": _hidden(NUMBER + NUMBER, "two exact-match probabilities"),
 }
 
 

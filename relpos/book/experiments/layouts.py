@@ -221,11 +221,94 @@ def layout_labels(
     return labels
 
 
+def answer_slots(kind: str, n: int) -> torch.Tensor:
+    """The positions of the answer slots of a length-``n`` sequence of ``kind``.
+
+    The last ``answers(n)`` positions: every layout ends with its answer slots.
+
+    Shapes:
+        output: ``(answers(n),)``, ``torch.long``
+    """
+    layout = _layout(kind)
+    n = _length(layout, n)
+    return torch.arange(n - layout.answers(n), n)  # (answers,)
+
+
+def needed_distances(kind: str, n: int) -> torch.Tensor:
+    """For each answer slot ``i``, the largest ``i - j`` of a token ``j`` it needs.
+
+    A slot *needs* token ``j`` when two sequences of the layout that differ at
+    ``j`` alone can have different labels there. Only the label symbols are
+    such tokens (a ``PAD``, ``SEP``, ``EQUALS`` or blank is the same in every
+    sequence of length ``n``, and an ``mqar`` key cannot change alone: the
+    queries are the same keys again). Read from the layout, slot by slot:
+
+    - ``copy``: slot ``k`` needs ``x_k``; ``reverse``: ``x_{m-1-k}``.
+    - ``mqar``: query ``t`` needs every value (its key may be any pair's), the
+      farthest ``v_0``.
+    - ``addition``: slot ``k`` needs ``a_j`` and ``b_j`` for every ``j <= k``
+      (``j <= m - 1`` for the last carry), the farthest ``a_{min(k, m-1)}``.
+
+    Shapes:
+        output: ``(answers(n),)``, ``torch.long``
+    """
+    layout = _layout(kind)
+    n = _length(layout, n)
+    m, pad = layout.size(n), layout.pad(n)
+    slots = answer_slots(kind, n)  # (answers,)
+    k = torch.arange(len(slots))  # (answers,): the slot's index
+    if kind == "copy":
+        source = pad + k  # x_k
+    elif kind == "reverse":
+        source = pad + m - 1 - k  # x_{m-1-k}
+    elif kind == "mqar":
+        source = torch.full_like(k, pad + 1)  # v_0, the first pair's value
+    else:
+        # a_j sits at pad + 2 (m - 1 - j): the higher the digit, the farther
+        source = pad + 2 * (m - 1 - k.clamp(max=m - 1))  # a_{min(k, m-1)}
+    return slots - source  # (answers,)
+
+
+def farthest_source(kind: str, n: int) -> int:
+    """The largest distance ``i - j`` between an answer slot and a token it needs.
+
+    ``copy``: ``(n + 1) // 2``; ``reverse``: ``2m``; ``mqar``: ``3m - 2``;
+    ``addition``: ``3m + 1`` (``m`` the problem size at length ``n``); the
+    maximum of :func:`needed_distances`.
+
+    Shapes:
+        (no tensors)
+    """
+    return int(needed_distances(kind, n).max())
+
+
+def _layout(kind: str) -> Layout:
+    if not isinstance(kind, str):
+        raise TypeError(f"kind must be a str, got {type(kind).__name__}")
+    if kind not in LAYOUTS:
+        raise ValueError(f"kind must be one of {', '.join(LAYOUTS)}, got {kind!r}")
+    return LAYOUTS[kind]
+
+
+def _length(layout: Layout, n: int) -> int:
+    """``n`` if it holds a problem of size 1 (``param`` plays no part here)."""
+    n = check_int("n", n, minimum=1)
+    if n < layout.min_length:
+        raise ValueError(
+            f"n must be >= {layout.min_length} for a {layout.kind} task "
+            f"(a problem of size 1), got {n}"
+        )
+    return n
+
+
 __all__ = [
     "IGNORE",
     "LAYOUTS",
     "Layout",
+    "answer_slots",
+    "farthest_source",
     "layout_labels",
+    "needed_distances",
     "sample_tokens",
     "sum_digits",
 ]
