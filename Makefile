@@ -201,8 +201,9 @@ interventions: $(TEST_ENV)
 # buckets end at the training length (as the main sweep's). The training set
 # (32768 sequences) is about as large as the 1000 x 32 draws of a run. The
 # protocol of `make sweeps` (rates tuned per cell on two tuning seeds, a grid
-# 2e-3 .. 8e-3 extended until interior), ten measured seeds: about 510 runs of
-# 1000 steps, 6 to 13 s each on one core of a 2-core AMD EPYC.
+# 2e-3 .. 8e-3 extended until interior, at most 5 rates), ten measured seeds:
+# 540 runs of 1000 steps, 40 minutes on two workers of a 2-core Intel Xeon
+# (the file records its wall time and machine).
 TASK_SCHEMES := none,absolute,rotary,t5,alibi,deberta,absolute-randomised,$\
 	rotary-randomised
 

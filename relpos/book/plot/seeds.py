@@ -38,10 +38,20 @@ def _load(result: Result | str | Path) -> Result:
     return load_sweep(result, needs=("config", "tasks", "runs"))
 
 
-def _cells(result: Result) -> dict[tuple[str, str, str, int, int], dict[str, Any]]:
+#: The metrics a sweep summarises, and the key of their rows in its JSON.
+METRICS = {"accuracy": "summary", "exact match": "exact"}
+
+
+def _cells(
+    result: Result, metric: str = "accuracy"
+) -> dict[tuple[str, str, str, int, int], dict[str, Any]]:
+    key = METRICS[_pick("metric", [metric], list(METRICS))[0]]
+    if key not in result:
+        raise ValueError(f"metric {metric!r} needs the sweep's {key!r} rows, which "
+                         "this sweep does not record")
     return {
         (r["setting"], r["task"], r["scheme"], r["train_size"], r["length"]): r
-        for r in result["summary"]
+        for r in result[key]
     }
 
 
@@ -78,13 +88,18 @@ def accuracy_grid(
     train_size: int | None = None,
     tasks: Iterable[str] | None = None,
     schemes: Iterable[str] | None = None,
+    metric: str = "accuracy",
+    columns: int | None = None,
 ) -> Figure:
     """Mean accuracy (and the seeds' range) of every scheme at every test length.
 
     One panel per task; rows are schemes, columns test lengths. The colour is
     the mean over the seeds; the text gives the mean and, below it, the lowest
     and highest seed, in percent. Default: the sweep's first setting and its
-    largest training set.
+    largest training set. ``metric`` is ``"accuracy"`` (per scored token) or
+    ``"exact match"`` (the share of sequences with every scored token right,
+    where the sweep records it); ``columns`` panels per row (default: all in
+    one row).
 
     Shapes:
         each panel's image: ``(len(schemes), len(lengths))``, means in ``[0, 1]``
@@ -97,12 +112,22 @@ def accuracy_grid(
     tasks = _pick("tasks", tasks, grid["task"])
     schemes = _pick("schemes", schemes, grid["scheme"])
     lengths = list(result["config"]["test_lengths"])
-    cells = _cells(result)
+    cells = _cells(result, metric)
+    columns = len(tasks) if columns is None else columns
+    if not isinstance(columns, int) or isinstance(columns, bool) or columns < 1:
+        raise ValueError(f"columns must be a positive int, got {columns!r}")
+    columns = min(columns, len(tasks))
+    rows = -(-len(tasks) // columns)
     width = 1.1 + 0.95 * len(lengths)
-    fig = Figure(figsize=(width * len(tasks) + 1.6, 0.36 * len(schemes) + 1.3))
-    axes = fig.subplots(1, len(tasks), squeeze=False)[0]
+    height = (0.36 * len(schemes) + 1.0) * rows + 0.3
+    fig = Figure(figsize=(width * columns + 1.6, height))
+    panels = fig.subplots(rows, columns, squeeze=False)
+    axes = list(panels.flat)
+    for ax in axes[len(tasks):]:
+        ax.set_visible(False)
+    axes = axes[: len(tasks)]
     image = None
-    for ax, task in zip(axes, tasks):
+    for index, (ax, task) in enumerate(zip(axes, tasks)):
         means = np.full((len(schemes), len(lengths)), np.nan)
         for a, scheme in enumerate(schemes):
             for b, n in enumerate(lengths):
@@ -123,20 +148,22 @@ def accuracy_grid(
                     color="white" if dark else "black",
                 )
         image = ax.imshow(means, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        first = index % columns == 0
         ax.set_xticks(range(len(lengths)), [str(n) for n in lengths])
-        ax.set_yticks(range(len(schemes)), schemes if ax is axes[0] else [])
+        ax.set_yticks(range(len(schemes)), schemes if first else [])
         ax.set_xlabel("test length n")
+        if first:
+            ax.set_ylabel("scheme")
         ax.set_title(f"{task}", fontsize=9)
         ax.tick_params(labelsize=8)
-    axes[0].set_ylabel("scheme")
     fig.suptitle(
-        f"{setting}, {train_size} training sequences: mean accuracy in % over "
+        f"{setting}, {train_size} training sequences: mean {metric} in % over "
         f"{len(grid['seed'])} seeds, lowest-highest seed below",
         fontsize=9,
     )
     fig.tight_layout(rect=(0, 0, 0.93, 0.95))
-    bar = fig.colorbar(image, ax=list(axes), fraction=0.02, pad=0.02)
-    bar.set_label("mean accuracy")
+    bar = fig.colorbar(image, ax=list(panels.flat), fraction=0.02, pad=0.02)
+    bar.set_label(f"mean {metric}")
     return fig
 
 

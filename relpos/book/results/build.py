@@ -8,8 +8,9 @@ rules of ``relpos.book.experiments.verdicts`` on the protocol's sweeps in
 (``relpos.book.text.verdicts``); and chapter 12's: the same rules on the
 first pass archived in ``folder / "first_pass"`` (``verdicts.first_pass``,
 records ``first-pass-<id>``) and the interventions
-(``verdicts.interventions``); chapter 13's, the headline verdicts at a
-second scale (``verdicts.wide``). :func:`build_ledger` checks the
+(``verdicts.interventions``); chapter 13's, the tasks whose distance grows
+with the length (``verdicts.tasks``) and the headline verdicts at a second
+scale (``verdicts.wide``). :func:`build_ledger` checks the
 whole ledger (``ledger.check_ledger``: the schema, unique ids, evidence files
 and keys among the results) before :func:`write_ledger` writes it.
 """
@@ -21,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from ..experiments import verdicts as synthetic
-from ..experiments.verdicts import first_pass, interventions, wide
+from ..experiments.verdicts import first_pass, interventions, tasks, wide
 from ..text import verdicts as text
 from . import ledger
 
 #: The rule modules, in the ledger's order.
-SOURCES = (synthetic, text, first_pass, interventions, wide)
+SOURCES = (synthetic, text, first_pass, interventions, tasks, wide)
 #: The folder of the results and of ``claims.json``.
 FOLDER = Path(__file__).parent
 
