@@ -1,4 +1,4 @@
-"""Chapters 9, 10 and 12 state only verdicts the ledger holds, and cite each of theirs.
+"""Chapters 9, 10, 12 and 13 state only verdicts the ledger holds, and cite theirs.
 
 A paragraph that states a trained verdict is followed by a hidden cell (tagged
 ``remove-cell``) with ``assert not ledger.disagreements({"record-id": "verdict",
@@ -9,7 +9,7 @@ running the notebooks:
 - each citing cell follows the paragraph it vouches for, and every explicit
   verdict word of that paragraph (confirmed, refuted, qualified, untested, not
   isolated, never measured) is the verdict of one of the records it cites;
-- every record of chapter 9, 10 or 12 is cited in its own chapter (chapter 12
+- every record of chapter 9, 10, 12 or 13 is cited in its own chapter (chapter 12
   also cites the first-pass records it sets its own beside);
 - each chapter's verdict table (a ``remove-input`` cell calling ``verdict_rows``
   for the chapter) is stored with an output that gives every record of the
@@ -32,6 +32,7 @@ CHAPTERS = {
     9: ROOT / "book" / "09_relative_positions_at_work.ipynb",
     10: ROOT / "book" / "10_testing_debertas_design.ipynb",
     12: ROOT / "book" / "12_verdicts_that_survive.ipynb",
+    13: ROOT / "book" / "13_distances_that_grow.ipynb",
 }
 #: Words that state a verdict outright, and the verdict each states.
 EXPLICIT = {

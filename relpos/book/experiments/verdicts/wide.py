@@ -104,7 +104,8 @@ def encoder_relative_all_trained(s: Sweeps) -> dict[str, Any]:
 
 def encoder_far_txl(s: Sweeps) -> dict[str, Any]:
     _, long, span = _lengths(s, SWEEP)
-    order = sorted(s(SWEEP)["grid"]["scheme"], key=lambda x: -s.mean(SWEEP, "far", x, long))
+    order = sorted(s(SWEEP)["grid"]["scheme"],
+                   key=lambda x: -s.mean(SWEEP, "far", x, long))
     txl = s.values(SWEEP, "far", "transformer_xl", long)
     rivals = [v for x in order if x != "transformer_xl"
               for v in s.values(SWEEP, "far", x, long)]
