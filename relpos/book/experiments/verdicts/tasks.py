@@ -63,6 +63,17 @@ def exact_values(s: Sweeps, task: str, scheme: str, n: int) -> list[float]:
     raise KeyError(f"no exact-match cell ({task}, {scheme}, {n}) in {TASKS_SWEEP}")
 
 
+def _edges(s: Sweeps) -> str:
+    """The sentence naming every cell of the sweep whose tuned rate is at an edge."""
+    found = [f"{c['scheme']} on {c['task']} ({c['learning_rate']:g}, after "
+             f"{len(c['rates'])} rates)"
+             for c in s(TASKS_SWEEP)["tuning"]["chosen"] if not c["bracketed"]]
+    if not found:
+        return " Every tuned rate of the sweep is inside its grid."
+    return (" Tuned rates at an edge of their grid, the best perhaps outside it: "
+            + ", ".join(found) + ".")
+
+
 def _means(s: Sweeps, task: str, schemes: tuple[str, ...], n: int) -> str:
     return ", ".join(f"{x} {percent(s.mean(TASKS_SWEEP, task, x, n))}" for x in schemes)
 
@@ -89,7 +100,8 @@ def learned_at_l(s: Sweeps) -> dict[str, Any]:
         combine(list(verdicts.values())),
         "; ".join(f"{t} at L: {_means(s, t, POSITIONED, short)}" for t in LOOKUPS)
         + ". Some seed stays under the mark in: " + (", ".join(short_of) or "none")
-        + ". The tasks are learnable at L, so a loss beyond it is a loss of length.",
+        + ". The tasks are learnable at L, so a loss beyond it is a loss of length."
+        + _edges(s),
         (EVIDENCE, ["summary"]),
         s.values(TASKS_SWEEP, worst[0], worst[1], short),
     )
