@@ -50,15 +50,17 @@ student-site: $(SITE_ENV)
 # The suites run in two lanes at once (the machines have two cores), each lane's
 # output printed whole when it ends (--output-sync): the pages (the site, the
 # Colab runs, then two files of slow unit tests, UNIT_DECODING) and the other unit
-# tests (slow and fast in one run, then the grading cycle, tests/test_grading.py). Each lane runs every suite (-k) and fails
-# if one fails. Measured on a clean clone on a 2-core AMD EPYC, two suites at a
-# time (2026-12-02): site 7.0, colab 5.1 (12.1 in all); unit-slow 6.3, unit-fast
-# 3.7, grading 2.7 (12.7 in all), against 13.4 when the suites took the first free
-# lane. The stored notebooks are checked inside `colab`: each chapter runs once,
-# alone, under nbval there (`make notebooks` runs nbval here, in .venv, without
-# the Colab part).
+# tests (slow and fast in one run, then the grading cycle, tests/test_grading.py).
+# Each lane runs every suite (-k) and fails if one fails, on one thread
+# (OMP_NUM_THREADS=1: two lanes of two threads each would share two cores). On a
+# clean clone on a 2-core Intel Xeon with two threads a lane (2026-12-03): site 7.2,
+# colab 5.4, decoding 7.6 (20.1 in all); unit-main 17.8, grading 3.0 (20.8); on a
+# 2-core AMD EPYC the day before, 14.7 minutes in all. The stored notebooks are
+# checked inside `colab`: each chapter runs once, alone, under nbval there (`make
+# notebooks` runs nbval here, in .venv, without the Colab part).
 test: $(TEST_ENV)
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-pages test-units
+	OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=target \
+	  test-pages test-units
 
 .PHONY: test-pages test-units
 test-pages: $(TEST_ENV)

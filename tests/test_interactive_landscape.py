@@ -64,7 +64,7 @@ def test_a_panel_per_ticked_scheme_each_with_its_distance_axis(ticked):
 def test_the_points_are_score_by_distance_rounded():
     drawn = _by_point(evaluate(CHART)["points_marks"])
     expected = {
-        (scheme_label(name), head, r): round(float(values[head, m]), 4)
+        (scheme_label(name), head, r): round(round(float(values[head, m]), 6), 4)
         for name, values in LANDSCAPE.items()
         for head in range(values.shape[0])
         for m, r in enumerate(DISTANCES.tolist())

@@ -882,5 +882,6 @@ def _(question):
     make = (ROOT / "Makefile").read_text()
     wide_run = make.split("\nWIDE := ")[1].split("\nWIDE_RESULTS")[0]  # the command
     assert "--hidden-size 128" in wide_run and "--layers 2" in wide_run
-    assert "$(PROTOCOL_SEEDS)" in wide_run  # the same protocol: seeds, tuning
+    assert "--tune-seeds 100,101" in wide_run  # the protocol's tuning seeds
+    assert "--max-rates" in wide_run  # and its grid, extended until interior
     return {9, 10, 128}

@@ -1,4 +1,4 @@
-"""Deprecated: the every-seed sweep figures are ``relpos.book.plot.seeds`` now.
+"""Deprecated: the every-seed sweep figures live in ``relpos.book.plot`` now.
 
 Their names stay importable from ``relpos.book.plot`` (``plot.accuracy_grid``);
 this module goes in relpos 0.3.
@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import warnings
 
-from .plot.seeds import accuracy_grid, band_profiles, data_efficiency, seed_points
+from .plot.grid import accuracy_grid
+from .plot.seeds import band_profiles, data_efficiency, seed_points
 
 warnings.warn(
     "relpos.book.sweep_plots moved to relpos.book.plot.seeds (its figures are in "

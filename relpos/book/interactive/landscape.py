@@ -23,7 +23,15 @@ from ._controls import checkbox, select, slider
 from ._figure import Interactive
 
 DIGITS = 4
+#: Rounded first to this many digits, so that a value one float32 step either side
+#: of a tie (ALiBi's -0.21875, computed on another processor) rounds the same way.
+SETTLE = 6
 PANEL_WIDTH, PANEL_HEIGHT = 228, 110
+
+
+def _rounded(x: float) -> float:
+    """``x`` to :data:`DIGITS` digits, float noise settled first; never ``-0.0``."""
+    return round(round(x, SETTLE), DIGITS) + 0.0
 
 
 def scheme_label(name: str) -> str:
@@ -145,7 +153,7 @@ def landscape_chart(
             "s": index,
             "head": head,
             "r": rel,
-            "v": [round(float(x), DIGITS) + 0.0 for x in line],
+            "v": [_rounded(float(x)) for x in line],
         }
         for index, (label, values) in enumerate(panels)
         for head, line in enumerate(values)

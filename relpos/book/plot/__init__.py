@@ -15,6 +15,7 @@ One module per idea, every figure importable from here (``plot.index_heatmap``):
   and what positions cost (``position_costs``);
 - ``sweep``: a trained sweep's means and spreads, the tables' bands;
 - ``seeds``: a trained sweep with every seed visible;
+- ``grid``: a trained sweep as one heatmap per task, per token or exact match;
 - ``landscape``: what each relative scheme adds to a logit against ``i - j``;
 - ``text``: the language models on real text: bits per byte by length and by
   position, the tuned learning rates;
@@ -38,7 +39,8 @@ from .positions import (
     row_similarity,
 )
 from .scores import score_by_distance, score_heatmap, score_terms, terms_by_distance
-from .seeds import accuracy_grid, band_profiles, data_efficiency, seed_points
+from .grid import accuracy_grid
+from .seeds import band_profiles, data_efficiency, seed_points
 from .streams import disentangled_streams
 from .sweep import experiment_sweep, table_bands
 from .text import bits_by_length, loss_by_position, tuning_curves
