@@ -11,7 +11,12 @@ import shutil
 
 from relpos.book import results
 from relpos.book.experiments.verdicts import wide
+from relpos.book.experiments.verdicts.rules import Sweeps
 from relpos.book.results import ledger
+
+
+def folder_sweeps(folder):
+    return Sweeps(folder / wide.FOLDER)
 
 
 def _first_scale(tmp_path):
@@ -24,6 +29,13 @@ def _first_scale(tmp_path):
 
 def test_without_the_second_scale_sweeps_there_is_no_record(tmp_path):
     assert wide.records(tmp_path) == []
+
+
+def test_with_the_encoder_sweep_alone_only_its_rules_give_records(tmp_path):
+    folder = _first_scale(tmp_path)
+    (folder / wide.FOLDER / wide.CAUSAL).unlink()
+    found = [r["id"] for r in wide.records(folder)]
+    assert found == [rule(folder_sweeps(folder))["id"] for rule in wide.ENCODER_RULES]
 
 
 def test_on_the_first_scale_the_rules_reach_the_first_scale_verdicts(tmp_path):

@@ -198,31 +198,37 @@ def causal_none_best(s: Sweeps) -> dict[str, Any]:
     )
 
 
-#: Every rule of the second scale, in the ledger's order.
-RULES = (
+#: The rules that read the encoder sweep alone, and those that need the causal one.
+ENCODER_RULES = (
     encoder_relative_clipped,
     encoder_relative_absolute,
     encoder_relative_all_trained,
     encoder_far_txl,
+)
+CAUSAL_RULES = (
     causal_t5_relative,
     causal_rotary_far,
     causal_rotary_absolute,
     causal_none_best,
 )
+#: Every rule of the second scale, in the ledger's order.
+RULES = ENCODER_RULES + CAUSAL_RULES
 
 
 def records(folder: str | Path) -> list[dict[str, Any]]:
-    """Every second-scale record, from the sweeps in ``folder / FOLDER``; none
-    while those sweeps are not there.
+    """Every second-scale record whose sweeps are in ``folder / FOLDER``: the
+    encoder's rules once ``sweep.json`` is there, the causal ones once
+    ``sweep_causal.json`` is too (a record is missing, never guessed).
 
     Shapes:
-        output: one record dict per rule
+        output: one record dict per rule whose sweeps exist
     """
     wide = Path(folder) / FOLDER
-    if not all((wide / name).is_file() for name in (SWEEP, CAUSAL)):
+    if not (wide / SWEEP).is_file():
         return []
     sweeps = Sweeps(wide)
-    return [each(sweeps) for each in RULES]
+    rules = ENCODER_RULES + (CAUSAL_RULES if (wide / CAUSAL).is_file() else ())
+    return [each(sweeps) for each in rules]
 
 
 def scale_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -259,4 +265,14 @@ def scale_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-__all__ = ["CHAPTER", "FOLDER", "RULES", "TWINS", "edges", "records", "scale_rows"]
+__all__ = [
+    "CAUSAL_RULES",
+    "CHAPTER",
+    "ENCODER_RULES",
+    "FOLDER",
+    "RULES",
+    "TWINS",
+    "edges",
+    "records",
+    "scale_rows",
+]
