@@ -53,9 +53,10 @@ student-site: $(SITE_ENV)
 # tests (slow and fast in one run, then the grading cycle, tests/test_grading.py).
 # Each lane runs every suite (-k) and fails if one fails, on one thread
 # (OMP_NUM_THREADS=1: two lanes of two threads each would share two cores). On a
-# clean clone on a 2-core Intel Xeon with two threads a lane (2026-12-03): site 7.2,
-# colab 5.4, decoding 7.6 (20.1 in all); unit-main 17.8, grading 3.0 (20.8); on a
-# 2-core AMD EPYC the day before, 14.7 minutes in all. The stored notebooks are
+# clean clone on a 2-core Intel Xeon (2026-12-03), one thread a lane: site 7.4,
+# colab 4.3, decoding 7.7 (19.3 in all); unit-main 15.0, grading 3.1 (18.1); 20.7
+# minutes with the install (22.0 with two threads a lane). On a 2-core AMD EPYC the
+# day before, with a chapter fewer: 14.7 minutes in all. The stored notebooks are
 # checked inside `colab`: each chapter runs once, alone, under nbval there (`make
 # notebooks` runs nbval here, in .venv, without the Colab part).
 test: $(TEST_ENV)
