@@ -175,14 +175,22 @@ def relative_length(s: Sweeps) -> dict[str, Any]:
     )
 
 
+def _randomised_against_plain(s: Sweeps, tasks: tuple[str, ...], n: int) -> list[str]:
+    """:func:`separation` of each randomised variant from its plain scheme at ``n``,
+    per task of ``tasks``.
+
+    Shapes:
+        output: ``(len(tasks) * len(RANDOMISED),)`` verdicts
+    """
+    return [separation(s.values(TASKS_SWEEP, t, r, n),
+                       s.values(TASKS_SWEEP, t, plain, n))
+            for t in tasks for r, plain in RANDOMISED.items()]
+
+
 def randomised_lookups(s: Sweeps) -> dict[str, Any]:
     """``tasks-randomised``: each randomised variant against its plain scheme."""
     short, double, _ = _lengths(s)
-    verdicts = [
-        separation(s.values(TASKS_SWEEP, t, r, double),
-                   s.values(TASKS_SWEEP, t, plain, double))
-        for t in LOOKUPS for r, plain in RANDOMISED.items()
-    ]
+    verdicts = _randomised_against_plain(s, LOOKUPS, double)
     untrained = {
         r["scheme"]: r["touched"] for r in s(TASKS_SWEEP)["coverage"]
         if r["task"] == "copy" and r["length"] == double and r["learned"]
@@ -209,9 +217,7 @@ def randomised_lookups(s: Sweeps) -> dict[str, Any]:
 def randomised_addition(s: Sweeps) -> dict[str, Any]:
     """``tasks-randomised-addition``: the randomised variants on addition."""
     short, double, _ = _lengths(s)
-    verdicts = [separation(s.values(TASKS_SWEEP, "addition", r, double),
-                           s.values(TASKS_SWEEP, "addition", plain, double))
-                for r, plain in RANDOMISED.items()]
+    verdicts = _randomised_against_plain(s, ("addition",), double)
     return make_record(
         "tasks-randomised-addition", CHAPTER,
         "Randomised positions help on addition as on copy: at 2L every seed of the "
