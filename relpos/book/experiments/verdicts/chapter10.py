@@ -28,6 +28,7 @@ from .rules import (
     SOLVED,
     Sweeps,
     combine,
+    every,
     make_record,
     percent,
     rule,
@@ -313,7 +314,7 @@ def layers_deberta(s: Sweeps) -> dict[str, Any]:
     short = s.train_length(LAYERS)
     two = s.values(LAYERS, "far", "deberta", short)
     fits = sum(v >= FIT for v in two)
-    verdict = "holds" if fits == len(two) else ("qualified" if fits else "fails")
+    verdict = every([v >= FIT for v in two])
     return make_record(
         "layers-deberta", CHAPTER,
         "With a second layer, `deberta` learns `far` at L.",
@@ -562,8 +563,7 @@ def causal_t5_best(s: Sweeps) -> dict[str, Any]:
     """``causal-t5-best``: the best published scheme at the end, per task."""
     long = s.longest(CAUSAL)
     best = {t: _best_published(s, t) for t in _shift_tasks(s)}
-    wins = [t for t, x in best.items() if x == "t5"]
-    verdict = "holds" if len(wins) == len(best) else ("qualified" if wins else "fails")
+    verdict = every([x == "t5" for x in best.values()])
     return make_record(
         "causal-t5-best", CHAPTER,
         "Of the schemes of the published causal studies, T5 generalises best: the "
@@ -610,8 +610,7 @@ def causal_none_best(s: Sweeps) -> dict[str, Any]:
         return 1 + order.index("none")
 
     ranks = {t: rank(t) for t in _shift_tasks(s)}
-    wins = [t for t, r in ranks.items() if r == 1]
-    verdict = "holds" if len(wins) == len(ranks) else ("qualified" if wins else "fails")
+    verdict = every([r == 1 for r in ranks.values()])
     return make_record(
         "causal-none-best", CHAPTER,
         "A causal decoder without positions generalises best of the published "

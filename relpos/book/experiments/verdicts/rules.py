@@ -9,7 +9,7 @@
   accuracy keeps to a proved bound when it exceeds it by at most
   :data:`NOISE_SE` binomial standard errors of the test set.
 - The rules shared by many records: :func:`length_verdict`, :func:`combine`,
-  :func:`separation`, :func:`under_bound`.
+  :func:`every`, :func:`separation`, :func:`under_bound`.
 - :func:`rule` registers a record's function (``Sweeps -> record``) in
   :data:`RULES`; :func:`make_record` writes a record in the ledger's schema,
   seeds counted from the values it rests on, with the bootstrap interval of
@@ -139,6 +139,16 @@ def combine(verdicts: Sequence[str]) -> str:
     return "fails" if all(v == "fails" for v in verdicts) else "qualified"
 
 
+def every(hits: Sequence[bool]) -> str:
+    """``holds`` when every case is a hit, ``fails`` when none is, else
+    ``qualified`` (a scheme best on every task, some of them, or none).
+
+    Shapes:
+        hits: ``(cases,)`` bools; output: a verdict
+    """
+    return combine(["holds" if hit else "fails" for hit in hits])
+
+
 def separation(better: Sequence[float], worse: Sequence[float]) -> str:
     """``holds`` when every seed of ``better`` beats every seed of ``worse``,
     ``qualified`` when only the mean does, ``fails`` otherwise.
@@ -232,6 +242,7 @@ __all__ = [
     "Rule",
     "Sweeps",
     "combine",
+    "every",
     "length_verdict",
     "make_record",
     "percent",
