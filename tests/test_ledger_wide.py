@@ -43,9 +43,8 @@ def test_on_the_first_scale_the_rules_reach_the_first_scale_verdicts(tmp_path):
     assert [r["id"] for r in records] == list(wide.TWINS)
     first = {r["id"]: r for r in ledger.load_ledger()}
     for record in records:
-        twin = wide.TWINS[record["id"]]
-        twin = first.get(twin) if first.get(twin, {}).get("seeds") == 10 \
-            else first[f"protocol-{twin}"]
+        twin = first[wide.TWINS[record["id"]]]
+        assert twin["seeds"] == 10
         assert record["verdict"] == twin["verdict"], record["id"]
         assert record["seeds"] == 10 and len(record["interval"]) == 2
         assert record["chapter"] == wide.CHAPTER

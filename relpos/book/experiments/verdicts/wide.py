@@ -22,7 +22,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .rules import Sweeps, combine, length_verdict, make_record, percent, separation
+from .rules import (
+    Sweeps,
+    combine,
+    every,
+    length_verdict,
+    make_record,
+    percent,
+    separation,
+)
 
 #: The results subfolder of the second scale's sweeps.
 FOLDER = "wide"
@@ -180,8 +188,7 @@ def causal_none_best(s: Sweeps) -> dict[str, Any]:
         return sorted(PUBLISHED, key=lambda x: -s.mean(CAUSAL, task, x, long))
 
     tasks = ("relative", "far")
-    wins = [t for t in tasks if order(t)[0] == "none"]
-    verdict = "holds" if len(wins) == len(tasks) else ("qualified" if wins else "fails")
+    verdict = every([order(t)[0] == "none" for t in tasks])
     return make_record(
         "wide-causal-none-best", CHAPTER,
         f"{SCALE}, a causal decoder without positions generalises best of the "
@@ -237,9 +244,7 @@ def scale_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ``id`` (the first scale's), ``claim`` (the second scale's sentence),
     ``width 32, one layer`` and ``width 128, two layers`` (verdict and seeds),
     ``interval`` (the second scale's, in percent, when it has ten seeds),
-    ``changed``. A twin is
-    found under its own id or as ``protocol-<id>`` (the one with more seeds);
-    a record without one is left out.
+    ``changed``. A record whose twin is not in ``records`` is left out.
 
     Shapes:
         output: one dict per row
@@ -247,11 +252,10 @@ def scale_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     by_id = {r["id"]: r for r in records}
     rows = []
     for record in records:
-        twin_id = TWINS.get(record["id"])
-        found = [by_id[x] for x in (twin_id, f"protocol-{twin_id}") if x in by_id]
-        if twin_id is None or not found:
+        twin = by_id.get(TWINS.get(record["id"], ""))
+        if twin is None:
             continue
-        twin = max(found, key=lambda r: r["seeds"])  # the protocol's ten seeds
+        twin_id = twin["id"]
         interval = record.get("interval")
         rows.append({
             "id": twin_id,
