@@ -107,7 +107,9 @@ def _build(kind: str, name: str, backend: str, causal: bool = True, dtype=F64):
         module = SelfAttention(HIDDEN, HEADS, backend=backend, causal=causal)
         return module.to(dtype).eval(), None
     torch.manual_seed(0)
-    module = ATTENTIONS[name](HIDDEN, HEADS, causal=causal, backend=backend)
+    # FIRE's MLP at 4 hidden units: it compiles one unit at a time on flex.
+    sizes = {"width": 4} if name == "fire" else {}
+    module = ATTENTIONS[name](HIDDEN, HEADS, causal=causal, backend=backend, **sizes)
     return module.to(dtype).eval(), None
 
 

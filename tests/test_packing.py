@@ -24,10 +24,6 @@ CAUSAL = pytest.mark.parametrize(
 
 #: Each row packs two documents: their lengths.
 SPLITS = ((5, 6), (3, 8))
-#: The same on compiled flex, with two document lengths instead of four: the kernel
-#: compiles once per real length (it reads the lengths as constants), a few seconds
-#: each, and each row still packs a short and a long document, in both orders.
-COMPILED_SPLITS = ((4, 7), (7, 4))
 
 
 def states(n: int, dtype: torch.dtype, seed: int) -> torch.Tensor:
@@ -125,6 +121,7 @@ def test_relative_modules_come_from_the_registry():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(MODULES))
 def test_packing_on_compiled_flex(name):
-    # float32 on the CPU runs flex's compiled kernel.
+    # float32 on the CPU runs flex's compiled kernel: one compilation for every
+    # length up to 16 (relpos.backends.flex_shapes), so the four lengths cost one.
     module = build(name, "flex", dtype=torch.float32)
-    check_packing(module, torch.float32, COMPILED_SPLITS)
+    check_packing(module, torch.float32)

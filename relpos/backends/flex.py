@@ -26,6 +26,11 @@ Where torch's kernel cannot run, this module says so:
 - On the CPU, torch 2.13's compiled kernel is wrong when ``n`` is 8 more than a
   multiple of 16; the sequence is padded to a multiple of 16, its extra keys
   masked out (:func:`run_kernel`).
+- torch compiles the kernel for each shape and each number the ``score_mod``
+  reads. On the CPU every input is padded to buckets of 16 and the lengths are
+  tensors (:mod:`relpos.backends.flex_shapes`), so a sequence, or a decoding
+  step with a cache, compiles a new kernel only when it crosses a multiple of 16.
+  On a GPU no length is padded and each length compiles its own kernel.
 
 Compile and export (torch 2.13, CPU; ``tests/test_compile.py``, ``test_export.py``):
 - ``torch.compile(module, fullgraph=True)`` takes the kernel into the module's
@@ -60,6 +65,7 @@ from typing import Callable
 import torch
 
 from ..masks import Mask
+from .flex_shapes import fixed_shapes
 from .gather import attend as gather_attend
 from .terms import gather_scores, projected_rows
 from .registry import PositionTerms
@@ -167,8 +173,8 @@ def make_score_mod(
     pairs: torch.Tensor | None = None,
     query_documents: torch.Tensor | None = None,
     key_documents: torch.Tensor | None = None,
-    query_len: int | None = None,
-    key_len: int | None = None,
+    query_len: int | torch.Tensor | None = None,
+    key_len: int | torch.Tensor | None = None,
     masked_fraction: float = 1.0,
 ) -> Callable:
     """The ``score_mod``: the terms at row ``lookup[clamp(rel, -L, L) + L]``, the masks.
@@ -180,13 +186,15 @@ def make_score_mod(
     query get ``-inf`` after that, as in ``relpos.masks``. The kernel's
     log-sum-exp of a query whose keys are all masked needs ``masked_fraction``
     below 1: it scales scores by ``log2(e)`` inside, and the minimum itself then
-    overflows to ``-inf``.
+    overflows to ``-inf``. ``query_len`` and ``key_len`` are the real lengths
+    (the tensors may be longer, ``relpos.backends.flex_shapes``); given as 0-d
+    tensors they do not make torch compile a kernel per length.
 
     Shapes:
         c2p_table: ``(b, h, i, m)``; p2c_table: ``(b, h, j, m)``; lookup: ``(2L + 1,)``
         key_mask: ``(b, j)`` bool; pairs: ``(b, i, j)`` bool
         query_positions, query_documents: ``(b or 1, i)``; key_*: ``(b or 1, j)``
-        row_bias: ``(h, m)``
+        row_bias: ``(h, m)``; query_len, key_len: ints or ``()`` tensors
     """
     reach = 0 if lookup is None else (lookup.shape[0] - 1) // 2
     if query_len is None:
@@ -200,8 +208,8 @@ def make_score_mod(
         # The kernel works in tiles and may evaluate this at i, j past the ends (the
         # tile's padding, masked afterwards): clamp every index into its tensor, or
         # those evaluations read memory past the tables.
-        ii = torch.clamp(i, 0, last_query)
-        jj = torch.clamp(j, 0, last_key)
+        ii = i.clamp(min=0).clamp(max=last_query)
+        jj = j.clamp(min=0).clamp(max=last_key)
         if query_positions is None:
             qpos, kpos = ii + shift, jj
         else:
@@ -363,7 +371,7 @@ def row_scores(
     return c2p_table, p2c_table
 
 
-def _score_mod(query, key, terms, mask, scale, c2p_table, p2c_table, fraction=1.0):
+def _score_mod(lengths, terms, mask, c2p_table, p2c_table, fraction=1.0):
     mask = Mask() if mask is None else mask
     fields = {}
     if terms is not None:
@@ -377,7 +385,7 @@ def _score_mod(query, key, terms, mask, scale, c2p_table, p2c_table, fraction=1.
         c2p_table, p2c_table, None if terms is None else terms.lookup, mask.keys,
         causal=mask.causal, pairs=mask.pairs,
         query_documents=mask.query_documents, key_documents=mask.key_documents,
-        query_len=query.shape[-2], key_len=key.shape[-2],
+        query_len=lengths[0], key_len=lengths[1],
         masked_fraction=fraction, **fields,
     )
 
@@ -463,14 +471,23 @@ def attend(
         return gather_scores(query, key, terms, mask, scale).probs @ value
     if (needs_grad and on_cpu) or no_lse:
         return gather_attend(query, key, value, terms, mask, scale, 0.0)
+    i = query.shape[-2]
+    lengths = (i, key.shape[-2])
+    compiled_here = on_cpu and query.dtype in _COMPILED_CPU_DTYPES
+    if compiled_here and not torch.compiler.is_compiling():
+        # Compiled here, not inside the caller's graph: one kernel per bucket of 16
+        # positions, not one per length (flex_shapes).
+        query, key, value, pos_key, pos_query, terms, mask, *lengths = fixed_shapes(
+            query, key, value, pos_key, pos_query, terms, mask
+        )
     query, key, value = heads_contiguous(query, key, value)  # (b, h, n, d) each
     c2p_table, p2c_table = row_scores(query, key, pos_key, pos_query, scale)
     values = terms is not None and terms.value_rows is not None
     score_mod = _score_mod(
-        query, key, terms, mask, scale, c2p_table, p2c_table, 0.5 if values else 1.0
+        lengths, terms, mask, c2p_table, p2c_table, 0.5 if values else 1.0
     )
     if not values:
-        return run_kernel(query, key, value, score_mod, scale)
+        return run_kernel(query, key, value, score_mod, scale)[..., :i, :]
     out = run_kernel(query, key, value, score_mod, scale)
     return out + _value_term(query, key, value, score_mod, scale, terms)
 
