@@ -65,3 +65,21 @@ def test_decoding_with_a_cache_compiles_one_kernel_per_bucket():
     got = _decode(module, x, (5,) + (1,) * 15)
     assert counters["stats"]["unique_graphs"] == 2
     torch.testing.assert_close(got, full, atol=2e-5, rtol=2e-5)
+
+
+@pytest.mark.slow
+def test_every_length_of_a_bucket_shares_its_kernel():
+    # 16 included: there nothing is padded, and the query and key positions are one
+    # tensor unless copied, which torch would guard on.
+    torch.manual_seed(0)
+    module = relpos.DisentangledSelfAttention(
+        32, 4, max_relative_positions=8, backend="flex"
+    ).eval()
+    torch._dynamo.reset()
+    counters.clear()
+    seen = []
+    with torch.no_grad():
+        for n in (5, 8, 16, 12, 24, 32):
+            module(torch.randn(2, n, 32))
+            seen.append(counters["stats"]["unique_graphs"])
+    assert seen == [1, 1, 1, 1, 2, 2]

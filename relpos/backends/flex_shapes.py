@@ -56,15 +56,25 @@ def round_up(n: int, multiple: int = BUCKET) -> int:
     return -(-n // multiple) * multiple
 
 
-def pad_to(t: torch.Tensor | None, dim: int, length: int) -> torch.Tensor | None:
-    """``t`` with zeros (False for a bool tensor) appended along ``dim`` to ``length``.
+def pad_to(
+    t: torch.Tensor | None, dim: int, length: int, *, copy: bool = False
+) -> torch.Tensor | None:
+    """``t`` with zeros (False for a bool tensor) appended along ``dim`` to ``length``;
+    with ``copy``, a new tensor even when ``t`` is that long already.
+
+    torch guards on which captured tensors are one and the same: the query and
+    key positions are often one tensor, and padding separates them, so the
+    ``score_mod``'s small tensors are always copied, or a length at a multiple of
+    16 would compile a kernel of its own.
 
     Shapes:
         t: any, ``t.shape[dim] <= length``; output: ``t.shape`` with ``length`` at
         ``dim``
     """
-    if t is None or t.shape[dim] == length:
-        return t
+    if t is None:
+        return None
+    if t.shape[dim] == length:
+        return t.clone() if copy else t
     dim = dim % t.dim()
     pad = [0, 0] * (t.dim() - 1 - dim) + [0, length - t.shape[dim]]
     return F.pad(t, pad)
@@ -117,10 +127,10 @@ def fixed_shapes(
     qn, kn = round_up(i), round_up(j)
     mask = Mask() if mask is None else mask
     mask = mask._replace(
-        keys=pad_to(mask.keys, -1, kn),  # (b, kn)
-        pairs=pad_to(pad_to(mask.pairs, -1, kn), -2, qn),  # (b, qn, kn)
-        query_documents=pad_to(mask.query_documents, -1, qn),  # (b, qn)
-        key_documents=pad_to(mask.key_documents, -1, kn),  # (b, kn)
+        keys=pad_to(mask.keys, -1, kn, copy=True),  # (b, kn)
+        pairs=pad_to(pad_to(mask.pairs, -1, kn), -2, qn, copy=True),  # (b, qn, kn)
+        query_documents=pad_to(mask.query_documents, -1, qn, copy=True),  # (b, qn)
+        key_documents=pad_to(mask.key_documents, -1, kn, copy=True),  # (b, kn)
     )
     rows = round_up(_rows(pos_key, pos_query, terms))
     if terms is not None:
@@ -128,8 +138,8 @@ def fixed_shapes(
         if lookup is not None:
             lookup = extend_lookup(lookup, round_up(terms.reach))
         terms = terms._replace(
-            query_positions=pad_to(terms.query_positions, -1, qn),  # (B, qn)
-            key_positions=pad_to(terms.key_positions, -1, kn),  # (B, kn)
+            query_positions=pad_to(terms.query_positions, -1, qn, copy=True),
+            key_positions=pad_to(terms.key_positions, -1, kn, copy=True),  # (B, kn)
             lookup=lookup,
             row_bias=pad_to(terms.row_bias, -1, rows),  # (h, rows)
         )
