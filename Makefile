@@ -53,10 +53,11 @@ student-site: $(SITE_ENV)
 # tests (slow and fast in one run, then the grading cycle, tests/test_grading.py).
 # Each lane runs every suite (-k) and fails if one fails, on one thread
 # (OMP_NUM_THREADS=1: two lanes of two threads each would share two cores). On a
-# clean clone on a 2-core Intel Xeon (2026-12-03), one thread a lane: site 7.4,
-# colab 4.3, decoding 7.7 (19.3 in all); unit-main 15.0, grading 3.1 (18.1); 20.7
-# minutes with the install (22.0 with two threads a lane). On a 2-core AMD EPYC the
-# day before, with a chapter fewer: 14.7 minutes in all. The stored notebooks are
+# clean clone on a 2-core Intel Xeon (2026-12-03), one thread a lane, torch's
+# inductor cache empty: site 7.4, colab 4.4, decoding 5.6 (17.4 in all); unit-main
+# 13.2, grading 3.0 (16.2); 18.8 minutes with the install (15.0 with the inductor
+# cache of an earlier run). On a 2-core AMD EPYC two days before, with a chapter
+# fewer: 14.7 minutes in all. The stored notebooks are
 # checked inside `colab`: each chapter runs once, alone, under nbval there (`make
 # notebooks` runs nbval here, in .venv, without the Colab part).
 test: $(TEST_ENV)
