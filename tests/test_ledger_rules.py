@@ -18,6 +18,7 @@ from relpos.book.experiments.verdicts import chapter9, chapter10, protocol
 from relpos.book.experiments.verdicts.rules import (
     Sweeps,
     combine,
+    every,
     length_verdict,
     make_record,
     separation,
@@ -151,3 +152,11 @@ def test_relative_verdict():
     assert ledger.relative_verdict({"deberta": False, "t5": True}) == "fails"
     with pytest.raises(ValueError, match="must judge 'deberta'"):
         ledger.relative_verdict({"t5": True})
+
+
+def test_every_holds_on_all_cases_qualifies_on_some_and_fails_on_none():
+    assert every([True, True]) == "holds"
+    assert every([True, False]) == "qualified"
+    assert every([False, False]) == "fails"
+    with pytest.raises(ValueError):
+        every([])

@@ -65,7 +65,7 @@ from typing import Callable
 import torch
 
 from ..masks import Mask
-from .flex_shapes import fixed_shapes
+from .flex_shapes import BUCKET, fixed_shapes, pad_to, round_up
 from .gather import attend as gather_attend
 from .terms import gather_scores, projected_rows
 from .registry import PositionTerms
@@ -75,8 +75,9 @@ _RECOMPILE_LIMIT = 64
 # torch 2.13's compiled CPU kernel returns wrong numbers (sometimes NaN) when the
 # sequence length is 8 more than a multiple of 16 (n = 8, 24, 40, 56, 120, 136
 # were seen), even with no score_mod; at multiples of 16 it is right. On the CPU
-# the sequence is padded to a multiple of this with keys that are masked out.
-_CPU_LENGTH_MULTIPLE = 16
+# the sequence is padded to a multiple of this with keys that are masked out
+# (flex_shapes pads to the same multiple, so that there this padding adds nothing).
+_CPU_LENGTH_MULTIPLE = BUCKET
 
 
 class FlexUnavailableError(RuntimeError):
@@ -247,10 +248,6 @@ def make_score_mod(
     return score_mod
 
 
-def _multiple_of(n: int, m: int) -> int:
-    return -(-n // m) * m
-
-
 def run_kernel(
     query: torch.Tensor,
     key: torch.Tensor,
@@ -275,19 +272,14 @@ def run_kernel(
     compiled = not on_cpu or query.dtype in _COMPILED_CPU_DTYPES
     if on_cpu and compiled:
         step = _CPU_LENGTH_MULTIPLE
-        query = _pad_length(query, _multiple_of(i, step))
-        key = _pad_length(key, _multiple_of(key.shape[-2], step))
-        value = _pad_length(value, key.shape[-2])
+        query = pad_to(query, -2, round_up(i, step))  # (b, h, i', d)
+        key = pad_to(key, -2, round_up(key.shape[-2], step))  # (b, h, j', d)
+        value = pad_to(value, -2, key.shape[-2])  # (b, h, j', d)
     result = _call(query, key, value, score_mod, scale, compiled, return_lse)
     if return_lse:
         out, lse = result
         return out[..., :i, :], lse[..., :i]
     return result[..., :i, :]  # (b, h, i, d)
-
-
-def _pad_length(t: torch.Tensor, length: int) -> torch.Tensor:
-    extra = length - t.shape[-2]
-    return t if extra == 0 else torch.nn.functional.pad(t, (0, 0, 0, extra))
 
 
 def _call(query, key, value, score_mod, scale, compiled, return_lse):
