@@ -193,8 +193,8 @@ class SelfAttention(nn.Module):
         self.key_proj = nn.Linear(self.hidden_size, self.hidden_size)
         self.value_proj = nn.Linear(self.hidden_size, self.hidden_size)
         self.dropout = nn.Dropout(self.dropout_p)
-        #: Which entry of a ``KVCache`` this module reads (an encoder numbers its
-        #: layers).
+        #: Which entry of a ``KVCache`` this module reads and writes: the layers
+        #: sharing a cache need distinct ones (a stack numbers its layers).
         self.cache_index = 0
 
     # -- the pieces -------------------------------------------------------------------
@@ -343,7 +343,10 @@ class SelfAttention(nn.Module):
         value = self.split_heads(self.value_proj(hidden_states))  # (b, h, n, d)
         query, key = self.rotate(query, key, qpos, kpos[:, -key.shape[-2]:])
         if prepared.cache is not None:
-            key, value = prepared.cache.extend(self.cache_index, key, value)
+            past = kpos.shape[-1] - key.shape[-2]
+            key, value = prepared.cache.extend(
+                self.cache_index, key, value, owner=self, past=past
+            )
             # key, value: (b, h, t + n, d)
         terms = self.position_terms(qpos, kpos, **inputs)
         scores = None
@@ -434,16 +437,17 @@ class SelfAttention(nn.Module):
                 "cache is for causal attention (a decoder): build the module with "
                 "causal=True"
             )
-        past = 0 if cache is None else cache.length
+        past = 0 if cache is None else cache.past(self.cache_index, n)
         new_positions = self.check_positions(positions, hidden_states, past)  # (B, n)
         documents = masks.read_documents(document_ids, b, n, device)  # (b, n)
         keys, pairs = self._read_mask(attention_mask, b, n, past, device)
         key_positions = new_positions
         key_documents = documents
         if past:
-            key_positions = _join_positions(cache.positions, new_positions)
-            key_documents = _join_documents(cache.documents, documents, b, past, n)
-            keys = _join_keys(cache.keys, keys, b, past, n, device)
+            past_positions, past_keys, past_documents = cache.history(past)
+            key_positions = _join_positions(past_positions, new_positions)
+            key_documents = _join_documents(past_documents, documents, b, past, n)
+            keys = _join_keys(past_keys, keys, b, past, n, device)
         mask = masks.Mask(
             keys=keys,
             pairs=pairs,
