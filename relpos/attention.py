@@ -30,7 +30,9 @@ Shape legend:
 
 from __future__ import annotations
 
+import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -52,6 +54,16 @@ from .scores import (
     position_to_content,
     position_to_content_naive,
 )
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside relpos and torch: a warning
+    then names the line of the user's script that made the call."""
+    inside = (str(Path(__file__).parent), str(Path(torch.__file__).parent))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(inside):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class DisentangledSelfAttention(SelfAttention):
@@ -272,12 +284,16 @@ class DisentangledSelfAttention(SelfAttention):
         cache: Any = None,
         query_states: torch.Tensor | None = None,
         return_scores: bool = False,
+        key_padding_mask: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
     ) -> torch.Tensor | tuple[torch.Tensor, AttentionScores]:
         """Attend over ``hidden_states`` with relative positions from the table.
 
         ``attention(hidden_states, attention_mask=None, *, rel_embeddings=None,
         positions=None, document_ids=None, cache=None, query_states=None,
-        return_scores=False)``, the call of every ``relpos`` attention.
+        return_scores=False, key_padding_mask=None, attn_mask=None)``, the call
+        of every ``relpos`` attention (torch's mask conventions by name, as
+        ``relpos.SelfAttention``).
         Masked keys are removed from every query's keys (the outputs at padded
         positions are finite but carry no meaning); with ``causal``, so are the
         keys after each query. ``query_states`` (default ``hidden_states``) is
@@ -306,6 +322,7 @@ class DisentangledSelfAttention(SelfAttention):
         prepared = self.prepare(
             hidden_states, attention_mask, positions=positions,
             document_ids=document_ids, cache=cache,
+            key_padding_mask=key_padding_mask, attn_mask=attn_mask,
         )
         query_states = self.check_query_states(query_states, hidden_states)
         table = self.check_table(self.table_or(rel_embeddings), hidden_states)
@@ -333,6 +350,13 @@ class DisentangledSelfAttention(SelfAttention):
         if not args:
             return rel_embeddings, attention_mask
         first = args[0]
+        if rel_embeddings is not None and len(args) == 1:
+            # The table came by keyword: the argument after the states is the mask.
+            if attention_mask is not None:
+                raise TypeError(
+                    "attention_mask was given twice (positionally and by keyword)"
+                )
+            return rel_embeddings, first
         table_shape = (2 * self.span, self.hidden_size)
         floating = isinstance(first, torch.Tensor) and first.is_floating_point()
         shape = tuple(first.shape) if isinstance(first, torch.Tensor) else ()
@@ -359,7 +383,7 @@ class DisentangledSelfAttention(SelfAttention):
             "rel_embeddings=table) (or let the module use its own table). The old "
             "call goes in 0.4",
             DeprecationWarning,
-            stacklevel=3,
+            stacklevel=_caller_level(),
         )
         if len(args) > 1:
             attention_mask = args[1]

@@ -382,9 +382,16 @@ class SelfAttention(nn.Module):
         cache: KVCache | None = None,
         query_states: torch.Tensor | None = None,
         return_scores: bool = False,
+        key_padding_mask: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
     ) -> torch.Tensor | tuple[torch.Tensor, AttentionScores]:
         """Attend over ``hidden_states``; masked keys get no weight, nor, when
         ``causal``, the keys after each query.
+
+        ``key_padding_mask`` (``(b, n)``, True for padding) and ``attn_mask``
+        (``(n, n)`` or ``(b * h, n, n)``, True where not allowed) take torch's
+        ``nn.MultiheadAttention`` conventions by name (``relpos.masks``); every
+        mask given applies.
 
         Returns:
             The context ``(b, n, hidden)``; with ``return_scores=True`` also the
@@ -398,6 +405,7 @@ class SelfAttention(nn.Module):
         prepared = self.prepare(
             hidden_states, attention_mask, positions=positions,
             document_ids=document_ids, cache=cache,
+            key_padding_mask=key_padding_mask, attn_mask=attn_mask,
         )
         query_states = self.check_query_states(query_states, hidden_states)
         out = self._attend(
@@ -416,11 +424,15 @@ class SelfAttention(nn.Module):
         positions: object = None,
         document_ids: object = None,
         cache: object = None,
+        key_padding_mask: object = None,
+        attn_mask: object = None,
     ) -> Prepared:
-        """Check the input once and read the mask, positions, documents and cache.
+        """Check the input once and read the masks, positions, documents and cache.
 
         ``hidden_states`` must be a floating-point ``(b, n, hidden)`` tensor with
-        the dtype and device of the module's weights.
+        the dtype and device of the module's weights. ``key_padding_mask`` and
+        ``attn_mask`` are torch's conventions (``relpos.masks``); every mask
+        given is applied.
 
         Shapes:
             hidden_states: ``(b, n, hidden)``; output: ``Prepared``
@@ -441,6 +453,12 @@ class SelfAttention(nn.Module):
         new_positions = self.check_positions(positions, hidden_states, past)  # (B, n)
         documents = masks.read_documents(document_ids, b, n, device)  # (b, n)
         keys, pairs = self._read_mask(attention_mask, b, n, past, device)
+        keys = _both(keys, masks.read_key_padding_mask(
+            key_padding_mask, b, (n, past + n), device
+        ))  # (b, n or t + n)
+        pairs = _both(pairs, masks.read_attn_mask(
+            attn_mask, b, self.num_heads, n, past + n, device
+        ))  # (b, i, j) or (b, h, i, j)
         key_positions = new_positions
         key_documents = documents
         if past:
@@ -565,6 +583,20 @@ class SelfAttention(nn.Module):
             f"hidden_size={self.hidden_size}, num_heads={self.num_heads}, "
             f"backend={self.backend!r}{causal}"
         )
+
+
+def _both(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
+    """Two bool masks as one (what both allow), either possibly None."""
+    if a is None or b is None:
+        return b if a is None else a
+    if a.shape[-1] != b.shape[-1]:  # a key mask of the new tokens, one of every key
+        short, long = (a, b) if a.shape[-1] < b.shape[-1] else (b, a)
+        past = long.shape[-1] - short.shape[-1]
+        short = torch.cat([long.new_ones(long.shape[0], past), short], dim=-1)
+        a, b = short, long
+    if a.dim() != b.dim():  # (b, i, j) and (b, h, i, j)
+        a, b = (a[:, None], b) if a.dim() < b.dim() else (a, b[:, None])
+    return a & b
 
 
 def _join_positions(past: torch.Tensor, new: torch.Tensor) -> torch.Tensor:

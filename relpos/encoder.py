@@ -149,12 +149,15 @@ class EncoderLayer(nn.Module):
         positions: torch.Tensor | None = None,
         document_ids: torch.Tensor | None = None,
         cache: KVCache | None = None,
+        key_padding_mask: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
         **attention_kwargs: Any,
     ) -> torch.Tensor:
         """Attention, then feed-forward, each with a residual sum and a LayerNorm.
 
         ``query_states`` (default ``hidden_states``): the queries' input and the
-        first residual; keys and values come from ``hidden_states``. The mask,
+        first residual; keys and values come from ``hidden_states``. The masks
+        (``key_padding_mask`` and ``attn_mask`` in torch's conventions),
         ``positions``, ``document_ids`` and ``cache`` are read as by
         ``relpos.SelfAttention``.
 
@@ -169,6 +172,7 @@ class EncoderLayer(nn.Module):
             prepared = self.attention.prepare(
                 hidden_states, attention_mask, positions=positions,
                 document_ids=document_ids, cache=cache,
+                key_padding_mask=key_padding_mask, attn_mask=attn_mask,
             )
             self._check_attention_kwargs(attention_kwargs, hidden_states)
             out = self._forward(
@@ -176,7 +180,10 @@ class EncoderLayer(nn.Module):
             )
             self.attention.finish(prepared)
             return out
-        extra = dict(positions=positions, document_ids=document_ids, cache=cache)
+        extra = dict(
+            positions=positions, document_ids=document_ids, cache=cache,
+            key_padding_mask=key_padding_mask, attn_mask=attn_mask,
+        )
         attention_kwargs.update({k: v for k, v in extra.items() if v is not None})
         if query_states is not None:
             attention_kwargs["query_states"] = query_states
@@ -347,6 +354,8 @@ class DisentangledEncoderLayer(EncoderLayer):
         positions: torch.Tensor | None = None,
         document_ids: torch.Tensor | None = None,
         cache: KVCache | None = None,
+        key_padding_mask: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """One DeBERTa layer: ``layer(hidden_states, attention_mask=None, *, ...)``.
 
@@ -369,7 +378,8 @@ class DisentangledEncoderLayer(EncoderLayer):
         extra = {} if rel_embeddings is None else {"rel_embeddings": rel_embeddings}
         return super().forward(
             hidden_states, attention_mask, query_states=query_states,
-            positions=positions, document_ids=document_ids, cache=cache, **extra,
+            positions=positions, document_ids=document_ids, cache=cache,
+            key_padding_mask=key_padding_mask, attn_mask=attn_mask, **extra,
         )
 
 
@@ -490,10 +500,12 @@ class DisentangledEncoder(nn.Module):
         positions: torch.Tensor | None = None,
         document_ids: torch.Tensor | None = None,
         cache: KVCache | None = None,
+        key_padding_mask: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Run every layer in turn; each gets its own dropout of the shared table.
 
-        The mask, ``positions``, ``document_ids`` and ``cache`` are read once, as
+        The masks, ``positions``, ``document_ids`` and ``cache`` are read once, as
         by ``relpos.SelfAttention`` (a cache needs ``causal=True``).
 
         Shapes:
@@ -504,6 +516,7 @@ class DisentangledEncoder(nn.Module):
         return self.run_layers(
             hidden_states, attention_mask, self.layers,
             positions=positions, document_ids=document_ids, cache=cache,
+            key_padding_mask=key_padding_mask, attn_mask=attn_mask,
         )
 
     def run_layers(
@@ -516,6 +529,8 @@ class DisentangledEncoder(nn.Module):
         document_ids: torch.Tensor | None = None,
         cache: KVCache | None = None,
         query_states: torch.Tensor | None = None,
+        key_padding_mask: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Check the input once, then run ``layers`` (some of ``self.layers``) in turn.
 
@@ -532,6 +547,7 @@ class DisentangledEncoder(nn.Module):
         prepared = first.prepare(
             hidden_states, attention_mask, positions=positions,
             document_ids=document_ids, cache=cache,
+            key_padding_mask=key_padding_mask, attn_mask=attn_mask,
         )
         table = self.rel_embeddings()  # (r, hidden)
         first.check_table(table, hidden_states)

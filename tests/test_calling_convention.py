@@ -13,6 +13,9 @@
 
 from __future__ import annotations
 
+import warnings
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -94,6 +97,31 @@ def test_the_old_call_still_works_and_warns():
     torch.testing.assert_close(old, new, rtol=0, atol=0)
     torch.testing.assert_close(old_no_mask, attention(x, rel_embeddings=table))
     torch.testing.assert_close(old_layer, new_layer, rtol=0, atol=0)
+    # The warning names the caller's line (this file), not a frame inside torch.
+    with pytest.warns(DeprecationWarning) as caught:
+        with torch.no_grad():
+            attention(x, table, mask)
+            layer(x, table, mask)
+    assert [Path(w.filename).name for w in caught] == [Path(__file__).name] * 2
+
+
+def test_a_mask_shaped_like_the_table_is_a_mask_when_the_table_comes_by_keyword():
+    # b = 2k and n = hidden: the mask (b, n) has the table's shape (2k, hidden).
+    torch.manual_seed(0)
+    attention = relpos.DisentangledSelfAttention(
+        HIDDEN, HEADS, max_relative_positions=4
+    ).double().eval()
+    table = torch.randn(8, HIDDEN, dtype=torch.float64)
+    x = torch.randn(8, HIDDEN, HIDDEN, dtype=torch.float64)
+    keep = torch.rand(8, HIDDEN, generator=torch.Generator().manual_seed(1)) > 0.3
+    keep[:, 0] = True
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error")  # the new call: no warning
+        expected = attention(x, keep, rel_embeddings=table)
+        for mask in (keep.double(), keep.long()):
+            got = attention(x, mask, rel_embeddings=table)
+            torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    assert not torch.allclose(expected, attention(x, rel_embeddings=table))
 
 
 def test_errors_name_the_public_argument():
