@@ -38,7 +38,9 @@ from .embedding import (
     table_memory_bytes,
 )
 from .encoder import DisentangledEncoder, DisentangledEncoderLayer, EncoderLayer
+from .generate import generate
 from .model import DisentangledModel, Embeddings
+from .transformer import Transformer, TransformerLM
 from .positions import (
     attention_span,
     delta,
@@ -76,6 +78,9 @@ __all__ = [
     "EncoderLayer",
     "INITS",
     "KVCache",
+    "Transformer",
+    "TransformerLM",
+    "generate",
     "POS_ATT_TYPES",
     "PositionTerms",
     "RelativePositionEmbedding",

@@ -15,16 +15,18 @@ The new tokens' positions continue the cached ones (``cache.length + 0, 1,
 ...``) unless given.
 
 One cache serves a whole stack: each attention module reads and writes the
-entry of its own ``cache_index``, and a stack numbers its layers
-(``relpos.DisentangledEncoder`` does). Layers may also be called one by one,
-in order, each with the same cache: every layer reads the positions the cache
-held before this step's first layer ran, so the layers of one step agree. What
-would be misread is refused instead: two modules writing one entry (layers
-stacked by hand and left unnumbered), or a layer that falls out of step with
-the others (a ``ValueError`` that says which). What each scheme needs of the new rows alone follows from
-the positions: rotary turns the new queries and keys by their own angles (the
-cached keys are stored turned), ALiBi's and T5's biases and DeBERTa's rows are
-read at the new queries' distances to every key.
+entry of its own ``cache_index``, and a stack numbers its layers (as
+``relpos.Transformer`` and ``relpos.DisentangledEncoder`` do). Layers may also
+be called one by one, in order, each with the same cache: every layer reads the
+positions the cache held before this step's first layer ran, so the layers of
+one step agree. What would be misread is refused instead: two modules writing
+one entry (layers stacked by hand and left unnumbered), or a layer that falls
+out of step with the others (a ``ValueError`` that says which).
+
+What each scheme needs of the new rows alone follows from the positions: rotary
+turns the new queries and keys by their own angles (the cached keys are stored
+turned), ALiBi's and T5's biases and DeBERTa's rows are read at the new queries'
+distances to every key.
 
 Shapes:
     key, value: ``(b, h, t, d)`` per layer; positions: ``(b or 1, t)``
@@ -179,10 +181,10 @@ class KVCache:
         elif writer is not owner:
             raise ValueError(
                 f"two attention modules write cache entry {index}: layers that "
-                "share a KVCache need distinct cache_index values (a stack such as "
-                "relpos.DisentangledEncoder numbers its layers; for layers stacked "
-                "by hand set layer.attention.cache_index = i, or give each layer "
-                "its own KVCache)"
+                "share a KVCache need distinct cache_index values (relpos.Transformer "
+                "and relpos.DisentangledEncoder number their layers; for layers "
+                "stacked by hand set layer.attention.cache_index = i, or give each "
+                "layer its own KVCache)"
             )
 
     def reset(self) -> None:
