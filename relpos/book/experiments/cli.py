@@ -170,10 +170,26 @@ def build_parser() -> OneLineParser:
         "edge (each cell: setting, task, scheme, training size; at least the "
         "number of --learning-rates)",
     )
+    add_engine_flags(parser)
+    return parser
+
+
+def add_engine_flags(
+    parser: argparse.ArgumentParser, *, workers: int | None = None
+) -> None:
+    """Add where a sweep's runs go and are kept: ``--workers``, ``--engine``,
+    ``--scheduler``, ``--runs-dir``, ``--threads`` and ``--quiet``.
+
+    Every command that hands runs to the engine (``open_engine``) and keeps
+    them in a runs folder (``store.RunStore``) takes these flags, checked by
+    :func:`engine_from_args` and :func:`runs_dir_from_args`. ``workers``: the
+    default of ``--workers`` (the CPU count when None).
+    """
+    add = parser.add_argument
     add(
         "--workers",
         type=_cli.integer(1),
-        default=os.cpu_count() or 1,
+        default=(os.cpu_count() or 1) if workers is None else workers,
         metavar="N",
         help="runs at the same time: local processes, or the processes of "
         "--scheduler local; the default is the CPU count",
@@ -208,7 +224,6 @@ def build_parser() -> OneLineParser:
         "with more, and another count can change the last digits of results",
     )
     add("--quiet", action="store_true", help="no progress bar on stderr")
-    return parser
 
 
 def config_from_args(
@@ -337,6 +352,7 @@ __all__ = [
     "DEFAULT_TUNE_SEEDS",
     "DEFAULT_MAX_RATES",
     "OneLineParser",
+    "add_engine_flags",
     "build_parser",
     "config_from_args",
     "engine_from_args",
