@@ -81,7 +81,7 @@ class TupeBias(nn.Module):
         """The term of every pair of the first ``rows`` positions (default: all).
 
         Shapes:
-            output: ``(h, rows, rows)``, ``[h, i, j]`` the term of query ``i``, key ``j``
+            output: ``(h, rows, rows)``; ``[h, i, j]``: query ``i``, key ``j``
         """
         rows = self.max_length if rows is None else min(rows, self.max_length)
         p = self.norm(self.table[:rows])  # (rows, hidden)
@@ -132,7 +132,7 @@ class TupeBias(nn.Module):
 
 
 class TupeSelfAttention(BiasSelfAttention):
-    """Self-attention with TUPE's untied position term; content scaled by ``1/sqrt(2d)``.
+    """Self-attention with TUPE's untied position term; content over ``sqrt(2d)``.
 
     Args:
         hidden_size, num_heads, dropout: as for ``SchemeSelfAttention``.
@@ -188,7 +188,10 @@ class TupeSelfAttention(BiasSelfAttention):
 
 
 def read_grid(
-    grid: torch.Tensor, head: torch.Tensor, rel: torch.Tensor, query_position: torch.Tensor
+    grid: torch.Tensor,
+    head: torch.Tensor,
+    rel: torch.Tensor,
+    query_position: torch.Tensor,
 ) -> torch.Tensor:
     """``grid[head, i, i - rel]`` with ``i = query_position``, both clipped to the grid.
 
