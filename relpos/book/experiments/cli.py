@@ -269,6 +269,48 @@ def config_from_args(
     return base
 
 
+def add_engine_flags(
+    parser: argparse.ArgumentParser, *, workers: int, runs_help: str = ""
+) -> None:
+    """Add the flags of where runs go: ``--runs-dir``, ``--workers``, ``--engine``,
+    ``--scheduler``, ``--threads`` and ``--quiet`` (read back by
+    :func:`engine_from_args` and :func:`runs_dir_from_args`).
+
+    ``workers``: the default of ``--workers``; ``runs_help``: more words on the
+    runs folder (its default is ``--output`` with the suffix ``.runs``).
+    """
+    add = parser.add_argument
+    add(
+        "--runs-dir",
+        default=None,
+        metavar="DIR",
+        help="folder of the finished runs' records (default: --output with the "
+        f"suffix .runs){runs_help}",
+    )
+    add(
+        "--workers",
+        type=_cli.integer(1),
+        default=workers,
+        metavar="N",
+        help="runs at the same time (local processes, or those of --scheduler local)",
+    )
+    add("--engine", choices=ENGINES, default="local", help="local processes or dask")
+    add(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="with --engine dask: the scheduler's address, or 'local'",
+    )
+    add(
+        "--threads",
+        type=_cli.integer(1),
+        default=1,
+        metavar="N",
+        help="torch CPU threads of each run",
+    )
+    add("--quiet", action="store_true", help="no progress bar on stderr")
+
+
 def engine_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Check --engine and --scheduler together (a one-line error naming the flag)."""
     if args.engine == "local" and args.scheduler is not None:

@@ -1,0 +1,11 @@
+"""The probes of issue 38: for each of chapter 1's four claims, a test built for it.
+
+Each probe is a package of its own (``relpos.book.probes.<probe>``) whose
+``design`` module states, before anything is run, what the claim predicts
+(``PREDICTION``), what would falsify it (``FALSIFIER``), the arms compared
+(``ARMS``) and the mechanism measured beside the verdict (``MECHANISM``); git
+history shows those sentences before any result. Each writes its runs, one
+small JSON per run, to ``relpos/book/results/probes/<probe>/runs/`` (committed,
+so a sweep resumes across sessions) and its result to
+``relpos/book/results/probes/<probe>.json``.
+"""
