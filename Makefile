@@ -230,7 +230,7 @@ task-sweeps: $(TEST_ENV)
 	  --plot $(PROTOCOL_RESULTS)/sweep_tasks.png
 
 # Claim 1's probe, generalisation across positions (relpos/book/results/probes/
-# positions.json + .png; design and prediction in relpos.book.experiments.probes.
+# positions.json + .png; design and prediction in relpos.book.probes.
 # positions.design, verdict in verdicts.positions): the token 3 back supervised in
 # the first half of each 32-token window and scored in both halves, for 12 arms,
 # with the first half or every position supervised; and the data-efficiency curve
@@ -244,7 +244,7 @@ task-sweeps: $(TEST_ENV)
 # on average): about 50 minutes on two workers.
 .PHONY: probe-positions
 probe-positions: $(TEST_ENV)
-	$(BIN)/python -m relpos.book.experiments.probes.positions --quiet --workers 2 \
+	$(BIN)/python -m relpos.book.probes.positions --quiet --workers 2 \
 	  --runs-dir $(RESULTS)/probes/positions/runs \
 	  --output $(RESULTS)/probes/positions.json --plot $(RESULTS)/probes/positions.png
 

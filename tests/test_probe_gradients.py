@@ -70,7 +70,7 @@ def test_a_run_is_keyed_on_its_objectives_and_the_probes_schema_not_relpos_versi
     assert run_key("measured", both) != default  # a sweep's key moves with relpos
     with pytest.raises(ValueError, match="objectives must be one of"):
         run.ProbeRun(config, ("position",))
-    with pytest.raises(ValueError, match="stamp must map names other than"):
+    with pytest.raises(ValueError, match="stamp keys must be str, none of"):
         RunStore(None, stamp={"record": 1})
 
 

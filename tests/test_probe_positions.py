@@ -18,10 +18,10 @@ from relpos.book.experiments import engine, tuning
 from relpos.book.experiments.config import Config
 from relpos.book.experiments.layouts import IGNORE
 from relpos.book.experiments.measure import predict
-from relpos.book.experiments.probes.positions import cli, design, transfer
-from relpos.book.experiments.probes.positions.live import live
-from relpos.book.experiments.probes.positions.plot import probe_figure
-from relpos.book.experiments.probes.positions.run import run_probe
+from relpos.book.probes.positions import cli, design, transfer
+from relpos.book.probes.positions.live import live
+from relpos.book.probes.positions.plot import probe_figure
+from relpos.book.probes.positions.run import run_probe
 from relpos.book.experiments.store import RunStore, run_key
 from relpos.book.experiments.sweep import numbers_only
 from relpos.book.experiments.tasks import get_task

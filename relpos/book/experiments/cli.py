@@ -175,7 +175,10 @@ def build_parser() -> OneLineParser:
 
 
 def add_engine_flags(
-    parser: argparse.ArgumentParser, *, workers: int | None = None
+    parser: argparse.ArgumentParser,
+    *,
+    workers: int | None = None,
+    runs_help: str = "",
 ) -> None:
     """Add where a sweep's runs go and are kept: ``--workers``, ``--engine``,
     ``--scheduler``, ``--runs-dir``, ``--threads`` and ``--quiet``.
@@ -183,7 +186,8 @@ def add_engine_flags(
     Every command that hands runs to the engine (``open_engine``) and keeps
     them in a runs folder (``store.RunStore``) takes these flags, checked by
     :func:`engine_from_args` and :func:`runs_dir_from_args`. ``workers``: the
-    default of ``--workers`` (the CPU count when None).
+    default of ``--workers`` (the CPU count when None); ``runs_help``: more words
+    on the runs folder.
     """
     add = parser.add_argument
     add(
@@ -213,7 +217,7 @@ def add_engine_flags(
         default=None,
         metavar="DIR",
         help="folder of the finished runs' records, read back on a rerun (default: "
-        "the --output path with the suffix .runs)",
+        f"the --output path with the suffix .runs){runs_help}",
     )
     add(
         "--threads",
@@ -267,48 +271,6 @@ def config_from_args(
                 "--max-rates", f"must be at least the {len(rates)} --learning-rates"
             )
     return base
-
-
-def add_engine_flags(
-    parser: argparse.ArgumentParser, *, workers: int, runs_help: str = ""
-) -> None:
-    """Add the flags of where runs go: ``--runs-dir``, ``--workers``, ``--engine``,
-    ``--scheduler``, ``--threads`` and ``--quiet`` (read back by
-    :func:`engine_from_args` and :func:`runs_dir_from_args`).
-
-    ``workers``: the default of ``--workers``; ``runs_help``: more words on the
-    runs folder (its default is ``--output`` with the suffix ``.runs``).
-    """
-    add = parser.add_argument
-    add(
-        "--runs-dir",
-        default=None,
-        metavar="DIR",
-        help="folder of the finished runs' records (default: --output with the "
-        f"suffix .runs){runs_help}",
-    )
-    add(
-        "--workers",
-        type=_cli.integer(1),
-        default=workers,
-        metavar="N",
-        help="runs at the same time (local processes, or those of --scheduler local)",
-    )
-    add("--engine", choices=ENGINES, default="local", help="local processes or dask")
-    add(
-        "--scheduler",
-        default=None,
-        metavar="ADDRESS",
-        help="with --engine dask: the scheduler's address, or 'local'",
-    )
-    add(
-        "--threads",
-        type=_cli.integer(1),
-        default=1,
-        metavar="N",
-        help="torch CPU threads of each run",
-    )
-    add("--quiet", action="store_true", help="no progress bar on stderr")
 
 
 def engine_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

@@ -8,4 +8,11 @@ history shows those sentences before any result. Each writes its runs, one
 small JSON per run, to ``relpos/book/results/probes/<probe>/runs/`` (committed,
 so a sweep resumes across sessions) and its result to
 ``relpos/book/results/probes/<probe>.json``.
+
+- ``positions``: claim 1, generalisation across positions (a rule supervised
+  in the first half of each window, scored in the second half; and the
+  data-efficiency curve from 8 training sequences).
+- ``gradients``: claim 4, cleaner gradient flow (positions added to the input,
+  as TUPE's untied term or as DeBERTa's terms; the content cost of a position
+  objective learned to a matched level).
 """

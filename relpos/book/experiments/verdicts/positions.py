@@ -30,7 +30,7 @@ from typing import Any
 
 from ...results import ledger
 from ...stats import bootstrap_interval, paired_test
-from ..probes.positions import design
+from ...probes.positions import design
 from ..sweep import load_sweep, summary_cells
 from .rules import FIT, combine, make_record
 

@@ -27,11 +27,11 @@ import torch
 
 import relpos
 
-from ...config import Config
-from ...engine import execute, open_engine
-from ...store import RunStore
-from ...sweep import machine_info, run_sweep
-from ...tuning import Cell, tune_cells
+from ...experiments.config import Config
+from ...experiments.engine import execute, open_engine
+from ...experiments.store import RunStore
+from ...experiments.sweep import machine_info, run_sweep
+from ...experiments.tuning import Cell, tune_cells
 from . import design
 from .transfer import run_job, supervision_of, transfer_config
 

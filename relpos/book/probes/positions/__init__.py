@@ -6,7 +6,7 @@
   and the intervention (the absolute rows rolled by ``L / 2``);
 - ``run``: both parts under the protocol into one JSON (the transfer part,
   and the data-efficiency curve through ``sweep.run_sweep``);
-- ``cli``: ``python -m relpos.book.experiments.probes.positions``
+- ``cli``: ``python -m relpos.book.probes.positions``
   (``make probe-positions``);
 - ``plot``: the figure; ``live``: the probe in under a minute, for a chapter.
 

@@ -1,4 +1,4 @@
-"""The command line of ``python -m relpos.book.experiments.probes.positions``.
+"""The command line of ``python -m relpos.book.probes.positions``.
 
 Runs both parts of the probe (``run.run_probe``) and writes the JSON to
 ``--output`` (and the figure to ``--plot``). The runs go to the engine and are
@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .... import _cli
-from ...cli import add_engine_flags, engine_from_args, runs_dir_from_args
-from ...config import Config
+from ... import _cli
+from ...experiments.cli import add_engine_flags, engine_from_args, runs_dir_from_args
+from ...experiments.config import Config
 from . import design
 from .run import PARTS, run_probe
 
@@ -26,7 +26,7 @@ from .run import PARTS, run_probe
 RESULTS = Path(__file__).resolve().parents[3] / "results" / "probes"
 OUTPUT = RESULTS / f"{design.NAME}.json"
 RUNS = RESULTS / design.NAME / "runs"
-PROGRAM = "python -m relpos.book.experiments.probes.positions"
+PROGRAM = "python -m relpos.book.probes.positions"
 
 
 def build_parser() -> _cli.OneLineParser:

@@ -28,13 +28,13 @@ from typing import Any
 
 import torch
 
-from ...config import Config, model_seed
-from ...measure import evaluation_set, predict
-from ...model import TinyModel, count_parameters
-from ...schemes import LearnedPositions
-from ...tasks import get_task
-from ...train import initial_model, train
-from ...tuning import mean_final_loss, tune_one
+from ...experiments.config import Config, model_seed
+from ...experiments.measure import evaluation_set, predict
+from ...experiments.model import TinyModel, count_parameters
+from ...experiments.schemes import LearnedPositions
+from ...experiments.tasks import get_task
+from ...experiments.train import initial_model, train
+from ...experiments.tuning import mean_final_loss, tune_one
 from .design import (
     SPAN,
     SUPERVISED,

@@ -19,8 +19,8 @@ from typing import Any, Mapping
 import numpy as np
 from matplotlib.figure import Figure
 
-from ....stats import bootstrap_interval
-from ...sweep import load_sweep, summary_cells
+from ...stats import bootstrap_interval
+from ...experiments.sweep import load_sweep, summary_cells
 
 
 def _first(result: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:

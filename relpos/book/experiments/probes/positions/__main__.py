@@ -1,6 +1,0 @@
-"""``python -m relpos.book.experiments.probes.positions``: the probe's command."""
-
-from .cli import main
-
-if __name__ == "__main__":
-    main()
