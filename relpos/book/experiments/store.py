@@ -2,7 +2,10 @@
 
 A sweep writes every run the moment it finishes, as its own file named by a
 hash of everything the run's numbers depend on (:func:`run_key`: the kind of
-run, its ``Config.to_dict()``, the JSON schema and ``relpos.__version__``).
+run, its ``Config.to_dict()``, the JSON schema and ``relpos.__version__``; a
+store whose records outlive a version, such as a probe's committed runs
+folder, keys on its own schema alone: ``RunStore(folder, schema=N,
+versioned=False)``).
 Each file is written to a temporary name and moved into place with
 ``os.replace``, so a sweep that is stopped leaves whole records or none. A
 rerun of the same command reads the records that exist and trains only the
@@ -29,25 +32,28 @@ SCHEMA = 3
 KINDS = ("measured", "tuning")
 
 
-def _identity(kind: str, config: Config) -> dict[str, Any]:
+def _identity(
+    kind: str, config: Config, schema: int = SCHEMA, versioned: bool = True
+) -> dict[str, Any]:
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    return {
-        "kind": kind,
-        "config": config.to_dict(),
-        "schema": SCHEMA,
-        "relpos": relpos.__version__,
-    }
+    identity = {"kind": kind, "config": config.to_dict(), "schema": schema}
+    if versioned:
+        identity["relpos"] = relpos.__version__
+    return identity
 
 
-def run_key(kind: str, config: Config) -> str:
+def run_key(
+    kind: str, config: Config, *, schema: int = SCHEMA, versioned: bool = True
+) -> str:
     """The name of a run's record: SHA-256 of its kind, config, schema and version.
 
     Two runs share a key only if every field of their ``Config`` is equal (and
     kind, schema and relpos version), so a record is never taken for a run it
-    does not belong to.
+    does not belong to. ``versioned=False`` leaves the version out (the
+    schema alone says when the numbers change).
     """
-    text = json.dumps(_identity(kind, config), sort_keys=True)
+    text = json.dumps(_identity(kind, config, schema, versioned), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
@@ -55,11 +61,19 @@ class RunStore:
     """A runs folder: ``get`` a finished run's record, ``put`` one atomically.
 
     ``folder=None`` keeps the records in memory only (nothing survives the
-    process: a sweep in a notebook or a test).
+    process: a sweep in a notebook or a test). ``schema`` and ``versioned``
+    are :func:`run_key`'s.
     """
 
-    def __init__(self, folder: str | os.PathLike | None = None) -> None:
+    def __init__(
+        self,
+        folder: str | os.PathLike | None = None,
+        *,
+        schema: int = SCHEMA,
+        versioned: bool = True,
+    ) -> None:
         self.folder = None if folder is None else Path(folder)
+        self.schema, self.versioned = schema, versioned
         self._memory: dict[str, dict[str, Any]] = {}
         if self.folder is not None:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -68,11 +82,17 @@ class RunStore:
         """Where the record of this run lives (None for an in-memory store)."""
         if self.folder is None:
             return None
-        return self.folder / f"{kind}-{run_key(kind, config)}.json"
+        return self.folder / f"{kind}-{self._key(kind, config)}.json"
+
+    def _key(self, kind: str, config: Config) -> str:
+        return run_key(kind, config, schema=self.schema, versioned=self.versioned)
+
+    def _identity(self, kind: str, config: Config) -> dict[str, Any]:
+        return _identity(kind, config, self.schema, self.versioned)
 
     def get(self, kind: str, config: Config) -> dict[str, Any] | None:
         """The stored record of this run, or None (missing, unreadable, other run)."""
-        key = run_key(kind, config)
+        key = self._key(kind, config)
         if self.folder is None:
             return self._memory.get(key)
         try:
@@ -81,18 +101,19 @@ class RunStore:
             return None
         if not isinstance(data, dict) or "record" not in data:
             return None
-        if {k: data.get(k) for k in ("kind", "config", "schema", "relpos")} != (
-            _identity(kind, config)
-        ):
+        identity = self._identity(kind, config)
+        if {k: data.get(k) for k in ("kind", "config", "schema", "relpos")} != {
+            k: identity.get(k) for k in ("kind", "config", "schema", "relpos")
+        }:
             return None  # a record of another run (or another version)
         return data["record"]
 
     def put(self, kind: str, config: Config, record: dict[str, Any]) -> dict[str, Any]:
         """Store ``record`` for this run; return it as it reads back (plain JSON)."""
-        text = json.dumps({**_identity(kind, config), "record": record}, indent=1)
+        text = json.dumps({**self._identity(kind, config), "record": record}, indent=1)
         stored = json.loads(text)["record"]
         if self.folder is None:
-            self._memory[run_key(kind, config)] = stored
+            self._memory[self._key(kind, config)] = stored
             return stored
         target = self.path(kind, config)
         handle, temporary = tempfile.mkstemp(
