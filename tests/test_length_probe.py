@@ -280,3 +280,10 @@ def test_the_figure_draws_every_scheme_with_labelled_axes():
     assert list(mass.lines[0].get_ydata()) == pytest.approx([0.15, 0.15])
     with pytest.raises(ValueError, match="contrasts"):
         length_figure({"config": {}})
+
+
+@pytest.mark.slow
+def test_the_live_check_holds():
+    found = length_probe.live_check()
+    assert set(found["losses"]) == {"nonoverlapping", "sliding", "cut"}
+    assert len(found["attention_beyond"]) == 2
