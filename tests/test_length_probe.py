@@ -287,3 +287,16 @@ def test_the_live_check_holds():
     found = length_probe.live_check()
     assert set(found["losses"]) == {"nonoverlapping", "sliding", "cut"}
     assert len(found["attention_beyond"]) == 2
+
+
+def test_read_model_keeps_one_sum_per_module():
+    config = TextConfig(
+        scheme="alibi", train_length=16, eval_lengths=(16, 32), eval_bytes=301,
+        hidden_size=16, num_heads=2,
+    )
+    stream = torch.cat([_stream(300), torch.zeros(1, dtype=torch.uint8)])  # (301,)
+    found = length_probe.read_model(initial_model(config), config, stream)
+    assert len(found["module_sums"]["cut"]["32"]) == 4  # three ends inside, one last
+    assert sum(found["module_counts"]["sliding"]["32"]) == 300
+    assert found["stride"] == {"16": 8, "32": 16}
+    assert set(found["attention_beyond"]) == {"32"}

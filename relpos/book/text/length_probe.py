@@ -43,6 +43,7 @@ from ..stats import clustered_interval, paired_test
 from .config import TextConfig
 from .context import (
     attention_beyond,
+    module_ids,
     nonoverlapping_plan,
     score_plan,
     sliding_plan,
@@ -156,7 +157,7 @@ def read_model(model: Any, config: TextConfig, stream: torch.Tensor) -> dict[str
         stream: ``(N,)`` uint8
     """
     L = config.train_length
-    modules = int((stream == 0).sum()) + 1
+    modules = int(module_ids(stream)[-1]) + 1  # the split ends with a module's 0
     out: dict[str, Any] = {r: {} for r in READINGS}
     sums: dict[str, dict[str, list[float]]] = {r: {} for r in READINGS}
     counts: dict[str, dict[str, list[int]]] = {"nonoverlapping": {}, "sliding": {}}
