@@ -358,3 +358,21 @@ probe-gradients: $(TEST_ENV)
 	$(BIN)/python -m relpos.book.probes.gradients --quiet --workers 2 \
 	  --runs-dir $(PROBES)/gradients/runs --output $(PROBES)/gradients.json \
 	  --plot $(PROBES)/gradients.png
+
+# The length probe (issue 38, chapter 1's claim 2; relpos/book/text/length_probe.py,
+# its prediction and falsifier written there before the runs): the causal byte
+# models of nine schemes, trained as `make text-sweeps` trains them (L = 64, width
+# 64, two layers, 1000 steps), rates tuned on two seeds (100, 101), ten seeds; each
+# read on the whole test split at W = 64 .. 512 three ways: non-overlapping windows,
+# sliding windows (stride W / 2, the last W / 2 bytes scored) and the same with
+# attention cut to the last L keys. Writes relpos/book/results/probes/length.json
+# and .png. Its runs folder, relpos/book/results/probes/length/runs, is committed
+# (one JSON per run, keyed on the probe's schema, not the version): the same
+# command resumes, in this session or the next.
+.PHONY: probe-length
+probe-length: $(TEST_ENV)
+	$(BIN)/python -m relpos.book.text.length_probe --quiet --workers 2 \
+	  --schemes none,absolute,rotary,t5,alibi,kerple,fire,deberta,deberta-buckets \
+	  --seeds 0,1,2,3,4,5,6,7,8,9 --tune-seeds 100,101 --train-length 64 \
+	  --eval-lengths 64,128,256,512 --steps 1000 \
+	  --learning-rates 1e-3,3.16e-3,1e-2 --max-rates 8
