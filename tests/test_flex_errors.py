@@ -106,7 +106,7 @@ def test_empty_input_has_zero_gradients_of_the_right_shapes(shape, share):
     x = torch.randn(shape, requires_grad=True)
     table = torch.randn(8, 16, requires_grad=True)
     mask = torch.ones(shape[:2])
-    out = module(x, table, mask)
+    out = module(x, mask, rel_embeddings=table)
     assert out.shape == shape
     weights = [x, table, *module.parameters()]
     grads = torch.autograd.grad(out.sum(), weights, allow_unused=False)
