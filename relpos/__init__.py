@@ -53,7 +53,7 @@ from .positions import (
     relative_positions,
 )
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 # The book's machinery moved to relpos.book in 0.2; its old names went in 0.3.
 _MOVED_TO_BOOK = ("bench", "exercises", "experiments", "plot", "results")

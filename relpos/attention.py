@@ -30,9 +30,6 @@ Shape legend:
 
 from __future__ import annotations
 
-import sys
-import warnings
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -40,7 +37,13 @@ from torch import nn
 
 from . import interop
 from .backends import BACKENDS, PositionTerms
-from .checks import check_bool, check_float_tensor, check_same_device, check_same_dtype
+from .checks import (
+    check_bool,
+    check_float_tensor,
+    check_no_removed_call,
+    check_same_device,
+    check_same_dtype,
+)
 from .config import POS_ATT_TYPES, AttentionConfig, resolve_config
 from .core import SelfAttention
 from .embedding import RelativePositionEmbedding
@@ -54,16 +57,6 @@ from .scores import (
     position_to_content,
     position_to_content_naive,
 )
-
-
-def _caller_level() -> int:
-    """The ``stacklevel`` of the first frame outside relpos and torch: a warning
-    then names the line of the user's script that made the call."""
-    inside = (str(Path(__file__).parent), str(Path(torch.__file__).parent))
-    frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith(inside):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 class DisentangledSelfAttention(SelfAttention):
@@ -276,9 +269,9 @@ class DisentangledSelfAttention(SelfAttention):
     def forward(  # type: ignore[override]
         self,
         hidden_states: torch.Tensor,
-        *args: Any,
-        rel_embeddings: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
+        *removed: Any,
+        rel_embeddings: torch.Tensor | None = None,
         positions: torch.Tensor | None = None,
         document_ids: torch.Tensor | None = None,
         cache: Any = None,
@@ -301,9 +294,10 @@ class DisentangledSelfAttention(SelfAttention):
         and p2c read ``hidden_states``), as in ``transformers``' DeBERTa and its
         enhanced mask decoder.
 
-        The call of relpos 0.2, ``attention(hidden_states, rel_embeddings,
-        attention_mask)``, still works and warns (``DeprecationWarning``); it goes
-        in 0.4.
+        The second positional argument is always the mask, whatever its shape or
+        dtype. relpos 0.2's call, ``attention(hidden_states, rel_embeddings,
+        attention_mask)``, was removed in 0.4: a third positional argument is a
+        ``TypeError`` that names the call to write instead.
 
         Returns:
             The context ``(b, n, hidden)``; with ``return_scores=True`` also an
@@ -315,10 +309,8 @@ class DisentangledSelfAttention(SelfAttention):
             rel_embeddings: ``(2 * span, hidden)``; attention_mask: see the class
             query_states: ``(b, n, hidden)``; output: ``(b, n, hidden)``
         """
+        check_no_removed_call(type(self).__name__, removed)
         self.check_hidden_states(hidden_states)
-        rel_embeddings, attention_mask = self._old_call(
-            args, hidden_states, rel_embeddings, attention_mask
-        )
         prepared = self.prepare(
             hidden_states, attention_mask, positions=positions,
             document_ids=document_ids, cache=cache,
@@ -332,62 +324,6 @@ class DisentangledSelfAttention(SelfAttention):
         )
         self.finish(prepared)
         return out
-
-    def _old_call(self, args, hidden_states, rel_embeddings, attention_mask):
-        """Read the positional arguments: ``(mask)`` now, ``(table[, mask])`` in 0.2.
-
-        The second argument is relpos 0.2's table when a third one follows, when it
-        has the table's shape, or when it is a floating tensor that no mask's shape
-        fits (its first dimension is not the batch): the table's own checks then
-        name ``rel_embeddings``.
-        """
-        if len(args) > 2:
-            raise TypeError(
-                "DisentangledSelfAttention takes hidden_states and attention_mask "
-                f"positionally, got {1 + len(args)} positional arguments; pass the "
-                "others by keyword (rel_embeddings=, positions=, ...)"
-            )
-        if not args:
-            return rel_embeddings, attention_mask
-        first = args[0]
-        if rel_embeddings is not None and len(args) == 1:
-            # The table came by keyword: the argument after the states is the mask.
-            if attention_mask is not None:
-                raise TypeError(
-                    "attention_mask was given twice (positionally and by keyword)"
-                )
-            return rel_embeddings, first
-        table_shape = (2 * self.span, self.hidden_size)
-        floating = isinstance(first, torch.Tensor) and first.is_floating_point()
-        shape = tuple(first.shape) if isinstance(first, torch.Tensor) else ()
-        mask_like = bool(shape) and shape[0] == hidden_states.shape[0]
-        is_table = len(args) == 2 or (
-            floating and (shape == table_shape or not mask_like)
-        )
-        ambiguous = shape == table_shape == tuple(hidden_states.shape[:2])
-        if is_table and len(args) == 1 and ambiguous:
-            raise ValueError(
-                f"the second argument, of shape {table_shape}, could be the table "
-                "(relpos 0.2's call) or a mask; pass rel_embeddings= or "
-                "attention_mask= by keyword"
-            )
-        if not is_table:
-            if attention_mask is not None:
-                raise TypeError(
-                    "attention_mask was given twice (positionally and by keyword)"
-                )
-            return rel_embeddings, first
-        warnings.warn(
-            "attention(hidden_states, rel_embeddings, attention_mask) is relpos 0.2's "
-            "call; write attention(hidden_states, attention_mask, "
-            "rel_embeddings=table) (or let the module use its own table). The old "
-            "call goes in 0.4",
-            DeprecationWarning,
-            stacklevel=_caller_level(),
-        )
-        if len(args) > 1:
-            attention_mask = args[1]
-        return first, attention_mask
 
     def check_table(self, rel_embeddings: object, like: torch.Tensor) -> torch.Tensor:
         """A ``(2 * span, hidden)`` floating table with ``like``'s dtype and device.

@@ -31,7 +31,13 @@ import torch
 from torch import nn
 
 from . import interop
-from .checks import check_bool, check_choice, check_int, check_rate
+from .checks import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_no_removed_call,
+    check_rate,
+)
 from .attention import DisentangledSelfAttention
 from .config import AttentionConfig, resolve_config
 from .cache import KVCache
@@ -414,9 +420,9 @@ class DisentangledEncoderLayer(EncoderLayer):
     def forward(  # type: ignore[override]
         self,
         hidden_states: torch.Tensor,
-        *args: Any,
-        rel_embeddings: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
+        *removed: Any,
+        rel_embeddings: torch.Tensor | None = None,
         query_states: torch.Tensor | None = None,
         positions: torch.Tensor | None = None,
         document_ids: torch.Tensor | None = None,
@@ -430,18 +436,17 @@ class DisentangledEncoderLayer(EncoderLayer):
         ``query_states`` this is ``transformers``' ``DebertaV2Layer`` with
         ``query_states``: queries and the first residual from ``query_states``,
         keys and values from ``hidden_states`` (the enhanced mask decoder's step).
-        relpos 0.2's ``layer(hidden_states, rel_embeddings, attention_mask)``
-        still works and warns (``DeprecationWarning``).
+        The second positional argument is always the mask; relpos 0.2's
+        ``layer(hidden_states, rel_embeddings, attention_mask)`` was removed in 0.4
+        (a ``TypeError`` naming ``rel_embeddings=``).
 
         Shapes:
             hidden_states: ``(b, n, hidden)``; rel_embeddings: ``(2 * span, hidden)``
             attention_mask: ``(b, n)``; query_states: ``(b, n, hidden)``
             output: ``(b, n, hidden)``
         """
+        check_no_removed_call(type(self).__name__, removed)
         _check_hidden_states(hidden_states, self.hidden_size)
-        rel_embeddings, attention_mask = self.attention._old_call(
-            args, hidden_states, rel_embeddings, attention_mask
-        )
         extra = {} if rel_embeddings is None else {"rel_embeddings": rel_embeddings}
         return super().forward(
             hidden_states, attention_mask, query_states=query_states,

@@ -138,9 +138,16 @@ def _attention(**changes):
 
 
 BAD_CALLS = {
-    "hidden_states": (TypeError, lambda: _attention()(_X.double(), _TABLE)),
-    "rel_embeddings": (TypeError, lambda: _attention()(_X, _TABLE.double())),
-    "attention_mask": (ValueError, lambda: _attention()(_X, _TABLE, torch.ones(2, 4))),
+    "hidden_states": (
+        TypeError, lambda: _attention()(_X.double(), rel_embeddings=_TABLE)
+    ),
+    "rel_embeddings": (
+        TypeError, lambda: _attention()(_X, rel_embeddings=_TABLE.double())
+    ),
+    "attention_mask": (
+        ValueError,
+        lambda: _attention()(_X, torch.ones(2, 4), rel_embeddings=_TABLE),
+    ),
     "share_att_key": (TypeError, lambda: _attention(share_att_key="False")),
     "position_buckets": (ValueError, lambda: _attention(position_buckets=-5)),
     "rel": (TypeError, lambda: relpos.delta(torch.tensor([1.5]), 4)),

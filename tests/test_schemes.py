@@ -408,7 +408,7 @@ def test_score_by_distance_of_deberta_is_c2p_plus_p2c():
         rel_embeddings=table,
     )
     with torch.no_grad():
-        _, scores = module(sequence, table, return_scores=True)
+        _, scores = module(sequence, return_scores=True, rel_embeddings=table)
     expected = scores.c2p[0, :, 3, 6] + scores.p2c[0, :, 3, 6]
     torch.testing.assert_close(
         landscape[:, 3 - 6 + N - 1], expected, rtol=0.0, atol=1e-12
