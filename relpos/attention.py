@@ -78,6 +78,8 @@ class DisentangledSelfAttention(SelfAttention):
             any name registered with ``relpos.register_backend``.
         causal: query ``i`` attends to keys ``j <= i`` only (the same terms under
             the causal mask).
+        num_kv_heads: grouped-query attention's key/value heads (``None``: one per
+            head), as for ``relpos.SelfAttention``.
         config: all of the above as one ``relpos.AttentionConfig`` instead; an
             argument that differs from the config is a ``ValueError``.
         own_table: give the module a table of its own (``table``); False when the
@@ -112,6 +114,7 @@ class DisentangledSelfAttention(SelfAttention):
         backend: str = "gather",
         causal: bool = False,
         *,
+        num_kv_heads: int | None = None,
         config: AttentionConfig | None = None,
         own_table: bool = True,
     ) -> None:
@@ -127,6 +130,7 @@ class DisentangledSelfAttention(SelfAttention):
                 dropout=dropout,
                 backend=backend,
                 causal=causal,
+                num_kv_heads=num_kv_heads,
             ),
         )
         super().__init__(
@@ -135,6 +139,7 @@ class DisentangledSelfAttention(SelfAttention):
             config.dropout,
             backend=config.backend,
             causal=config.causal,
+            num_kv_heads=config.num_kv_heads,
         )
         self.config = config
         self.max_relative_positions = config.max_relative_positions
@@ -167,8 +172,10 @@ class DisentangledSelfAttention(SelfAttention):
         return 1 + len(self.pos_att_type)
 
     def _project_key(self, rows: torch.Tensor) -> torch.Tensor:
-        proj = self.key_proj if self.share_att_key else self.pos_key_proj
-        return self.split_heads(proj(rows))  # (h, m, d)
+        if not self.share_att_key:
+            return self.split_heads(self.pos_key_proj(rows))  # (h, m, d)
+        # the content key projection: g heads, grouped as the content keys are
+        return self.repeat_kv(self.split_heads(self.key_proj(rows)))  # (h, m, d)
 
     def _project_query(self, rows: torch.Tensor) -> torch.Tensor:
         proj = self.query_proj if self.share_att_key else self.pos_query_proj

@@ -154,6 +154,9 @@ class SelfAttention(nn.Module):
             ``"gather"``, ``"flex"`` or any registered one; every scheme runs on
             every kernel.
         causal: query ``i`` attends to keys ``j <= i`` only (a decoder).
+        num_kv_heads: ``g``, the key/value heads of grouped-query attention
+            (Ainslie et al. 2023; 1 is multi-query attention): each serves
+            ``h / g`` query heads, and a cache keeps only ``g``. Default ``h``.
 
     Shapes:
         hidden_states: ``(b, n, hidden)``
@@ -176,6 +179,7 @@ class SelfAttention(nn.Module):
         *,
         backend: str = "naive",
         causal: bool = False,
+        num_kv_heads: int | None = None,
     ) -> None:
         super().__init__()
         self.hidden_size = check_int("hidden_size", hidden_size, minimum=1)
@@ -185,13 +189,22 @@ class SelfAttention(nn.Module):
                 "hidden_size must be divisible by num_heads, got "
                 f"hidden_size={hidden_size} and num_heads={num_heads}"
             )
+        self.num_kv_heads = self.num_heads
+        if num_kv_heads is not None:
+            self.num_kv_heads = check_int("num_kv_heads", num_kv_heads, minimum=1)
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(
+                "num_kv_heads must divide num_heads, got "
+                f"num_kv_heads={num_kv_heads} and num_heads={num_heads}"
+            )
         self.head_size = self.hidden_size // self.num_heads
         self.dropout_p = check_rate("dropout", dropout)
         self.backend = check_choice("backend", backend, BACKENDS)
         self.causal = check_bool("causal", causal)
+        kv_width = self.num_kv_heads * self.head_size
         self.query_proj = nn.Linear(self.hidden_size, self.hidden_size)
-        self.key_proj = nn.Linear(self.hidden_size, self.hidden_size)
-        self.value_proj = nn.Linear(self.hidden_size, self.hidden_size)
+        self.key_proj = nn.Linear(self.hidden_size, kv_width)
+        self.value_proj = nn.Linear(self.hidden_size, kv_width)
         self.dropout = nn.Dropout(self.dropout_p)
         #: Which entry of a ``KVCache`` this module reads and writes: the layers
         #: sharing a cache need distinct ones (a stack numbers its layers).
@@ -210,14 +223,27 @@ class SelfAttention(nn.Module):
         return 1.0 / math.sqrt(self.head_size * self.scale_factor)
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """Split the last dimension into heads.
+        """Split the last dimension into heads (``h`` of them, or ``g`` key/value
+        heads for the keys and values of grouped-query attention).
 
         Shapes:
-            x: ``(*, n, hidden)``
-            output: ``(*, h, n, d)``
+            x: ``(*, n, h * d)`` or ``(*, n, g * d)``
+            output: ``(*, h, n, d)`` or ``(*, g, n, d)``
         """
-        x = x.unflatten(-1, (self.num_heads, self.head_size))  # (*, n, h, d)
+        x = x.unflatten(-1, (-1, self.head_size))  # (*, n, h, d)
         return x.transpose(-3, -2)  # (*, h, n, d)
+
+    def repeat_kv(self, x: torch.Tensor) -> torch.Tensor:
+        """Grouped-query attention's key/value heads, each repeated for the
+        ``h / g`` query heads of its group (head ``q`` reads group ``q // (h / g)``).
+
+        Shapes:
+            x: ``(*, g, n, d)``; output: ``(*, h, n, d)``
+        """
+        groups = self.num_heads // self.num_kv_heads
+        if groups == 1:
+            return x
+        return x.repeat_interleave(groups, dim=-3)  # (*, h, n, d)
 
     # -- the hooks a scheme overrides -------------------------------------------------
 
@@ -339,15 +365,16 @@ class SelfAttention(nn.Module):
             query_states = hidden_states
         qpos, kpos = prepared.query_positions, prepared.key_positions
         query = self.split_heads(self.query_proj(query_states))  # (b, h, i, d)
-        key = self.split_heads(self.key_proj(hidden_states))  # (b, h, n, d)
-        value = self.split_heads(self.value_proj(hidden_states))  # (b, h, n, d)
+        key = self.split_heads(self.key_proj(hidden_states))  # (b, g, n, d)
+        value = self.split_heads(self.value_proj(hidden_states))  # (b, g, n, d)
         query, key = self.rotate(query, key, qpos, kpos[:, -key.shape[-2]:])
         if prepared.cache is not None:
             past = kpos.shape[-1] - key.shape[-2]
             key, value = prepared.cache.extend(
                 self.cache_index, key, value, owner=self, past=past
             )
-            # key, value: (b, h, t + n, d)
+            # key, value: (b, g, t + n, d): the cache keeps the g heads only
+        key, value = self.repeat_kv(key), self.repeat_kv(value)  # (b, h, j, d)
         terms = self.position_terms(qpos, kpos, **inputs)
         scores = None
         if return_scores:

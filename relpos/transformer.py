@@ -58,6 +58,7 @@ def build_scheme_attention(
     causal: bool = False,
     backend: str = "gather",
     dropout: float = 0.0,
+    num_kv_heads: int | None = None,
     attention_settings: dict[str, Any] | None = None,
 ) -> SelfAttention:
     """The attention of ``scheme`` with its constructor arguments.
@@ -67,7 +68,9 @@ def build_scheme_attention(
     Shapes:
         the module maps ``(b, n, hidden)`` to ``(b, n, hidden)``
     """
-    common = dict(dropout=dropout, causal=causal, backend=backend)
+    common = dict(
+        dropout=dropout, causal=causal, backend=backend, num_kv_heads=num_kv_heads
+    )
     settings = {**common, **(attention_settings or {})}  # the settings win
     if scheme == "deberta":
         return DisentangledSelfAttention(
@@ -94,6 +97,8 @@ class Transformer(nn.Module):
         intermediate_size: the feed-forward width (default ``4 * hidden_size``).
         causal: a decoder (query ``i`` reads keys ``j <= i``); needed for a cache.
         backend: the kernel of every layer (``relpos.BACKENDS``).
+        num_kv_heads: grouped-query attention's key/value heads (1: multi-query;
+            ``None``: one per head), on every scheme and kernel.
         norm_first, norm, activation, dropout, layer_norm_eps: as for
             ``EncoderLayer``; with ``norm_first`` a last norm ends the stack.
         attention_settings: constructor arguments of the scheme's attention.
@@ -118,6 +123,7 @@ class Transformer(nn.Module):
         *,
         causal: bool = False,
         backend: str = "gather",
+        num_kv_heads: int | None = None,
         norm_first: bool = False,
         norm: str = "layer",
         activation: str = "gelu",
@@ -139,7 +145,8 @@ class Transformer(nn.Module):
         for index in range(self.num_layers):
             attention = build_scheme_attention(
                 scheme, hidden_size, num_heads, causal=causal, backend=backend,
-                dropout=dropout, attention_settings=attention_settings,
+                dropout=dropout, num_kv_heads=num_kv_heads,
+                attention_settings=attention_settings,
             )
             attention.cache_index = index  # its own entry of a shared cache
             self.layers.append(EncoderLayer(

@@ -155,11 +155,13 @@ class TupeSelfAttention(BiasSelfAttention):
         *,
         causal: bool = False,
         backend: str = "gather",
+        num_kv_heads: int | None = None,
     ) -> None:
         check_bool("causal", causal)
         bias = TupeBias(hidden_size, num_heads, max_length)
         super().__init__(
-            hidden_size, num_heads, bias, dropout, causal=causal, backend=backend
+            hidden_size, num_heads, bias, dropout, causal=causal, backend=backend,
+            num_kv_heads=num_kv_heads,
         )
 
     @property
