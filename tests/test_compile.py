@@ -7,13 +7,11 @@ of seconds per configuration with inductor: the registry-wide tests use the
 ``aot_eager`` backend (dynamo and autograd tracing, no kernel generation), which
 fails on the same graph breaks; a few configurations run inductor. All ``slow``.
 
-flex: inside a compiled module the kernel becomes part of the graph (inference).
-Inductor lowers it on the CPU for every scheme but Transformer-XL (torch 2.13's
-CPU lowering of flex_attention reads the score_mod's captured tensors before
-realizing them: a tensor computed in the graph, its lookup and row bias, fails
-with NoValidChoicesError; see ``relpos.backends.flex``). With gradients on the
-CPU, flex runs the gather formulation (the CPU kernel has no backward), compiled
-like gather.
+flex: inside a compiled module on the CPU, flex runs its gather formulation
+(torch 2.13's CPU lowering of flex_attention fails on a symbolic length and on
+Transformer-XL's captured tensors; see ``relpos.backends.flex``), so a flex
+module compiles with inductor at any length and with ``dynamic=True``, equal to
+eager; on a GPU the kernel becomes part of the graph.
 """
 
 from __future__ import annotations
@@ -121,7 +119,7 @@ def test_every_scheme_compiles_on_flex_for_inference(name):
     )
 
 
-@pytest.mark.parametrize("name", ["alibi", "deberta-buckets"])
+@pytest.mark.parametrize("name", ["alibi", "deberta-buckets", "transformer_xl"])
 def test_flex_compiles_with_inductor_on_the_cpu(name):
     torch._dynamo.reset()
     x, mask = padded(2, 6)
@@ -129,6 +127,22 @@ def test_flex_compiles_with_inductor_on_the_cpu(name):
     _compiled_equals_eager(
         module, dict(x=x, attention_mask=mask), grad=False, compiler="inductor"
     )
+
+
+@pytest.mark.parametrize("dynamic", [True, None], ids=["dynamic", "default"])
+@pytest.mark.parametrize("name", ["alibi", "deberta"])
+def test_flex_compiles_for_every_length(name, dynamic):
+    # dynamic=True, or the default's recompile with symbolic lengths when a second
+    # length arrives: inductor's CPU flex template fails on those, the module does
+    # not (the gather formulation runs in the graph).
+    torch._dynamo.reset()
+    module = build(name, "flex").eval()
+    compiled = torch.compile(module, dynamic=dynamic)
+    for n in (6, 11, 24):
+        x, mask = padded(2, n)
+        with torch.no_grad():
+            got, want = compiled(x, attention_mask=mask), module(x, attention_mask=mask)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
 def test_transformer_xl_refuses_compiled_positions_wider_than_its_reach():

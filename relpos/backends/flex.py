@@ -33,14 +33,14 @@ Where torch's kernel cannot run, this module says so:
   On a GPU no length is padded and each length compiles its own kernel.
 
 Compile and export (torch 2.13, CPU; ``tests/test_compile.py``, ``test_export.py``):
-- ``torch.compile(module, fullgraph=True)`` takes the kernel into the module's
-  graph, one graph, for inference, with every scheme. Inductor lowers it for
-  every scheme but Transformer-XL: its CPU lowering of ``flex_attention``
-  (``torch/_inductor/kernel/flex/flex_cpu.py``) reads the score_mod's captured
-  tensors before realizing them, so one computed in the graph (Transformer-XL's
-  lookup and row bias) fails with ``NoValidChoicesError``; ``backend="aot_eager"``
-  or the ``gather`` kernel compile it. That error comes from inductor at compile
-  time, outside this module.
+- ``torch.compile(module, fullgraph=True)`` takes the module into one graph for
+  every scheme, at any length and with ``dynamic=True``. On the CPU the graph
+  holds the gather formulation, not the kernel: torch 2.13's CPU lowering of
+  ``flex_attention`` fails on a symbolic length (the recompile that a second
+  length brings, or ``dynamic=True``), and on Transformer-XL's captured tensors
+  (``NoValidChoicesError``), and a trace cannot tell a symbolic length from a
+  fixed one. The result is the same; the memory is the gather kernel's. On a
+  GPU the kernel goes into the graph.
 - With a gradient on the CPU the module runs the gather formulation (above),
   which compiles like ``gather``, backward included.
 - ``torch.export`` with a dynamic length works (the CPU padding to 16 included),
@@ -417,6 +417,20 @@ def _value_term(query, key, value, score_mod, scale, terms):
     return torch.einsum("bhim,hmd->bhid", weight, value_rows.to(weight.dtype))
 
 
+def _traced_on_cpu(query: torch.Tensor) -> bool:
+    """Whether the caller's ``torch.compile`` traces this call on the CPU.
+
+    torch 2.13's CPU template lowers the kernel for fixed lengths only: under
+    ``dynamic=True``, or at the recompile a second length brings, inductor fails
+    (``LoweringException: 'Add' object has no attribute 'get_name'``), and a
+    trace cannot tell a symbolic length from a fixed one. So inside a caller's
+    graph on the CPU the gather formulation runs, with the same result, at any
+    length; relpos's own compiled kernel (outside a caller's graph) and a GPU's
+    are unchanged.
+    """
+    return query.device.type == "cpu" and torch.compiler.is_compiling()
+
+
 def attend(
     query: torch.Tensor,
     key: torch.Tensor,
@@ -429,8 +443,9 @@ def attend(
     """The ``flex`` entry of ``relpos.backends``: score the rows, then the kernel.
 
     Attention dropout is refused (``ValueError``): the kernel has none. On the CPU
-    with a gradient needed, the gather formulation computes the same result
-    (torch's CPU flex has no backward).
+    with a gradient needed, or inside a caller's ``torch.compile``, the gather
+    formulation computes the same result (torch's CPU flex has no backward, and
+    its CPU template lowers no symbolic length: :func:`_traced_on_cpu`).
 
     Shapes:
         query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``
@@ -461,7 +476,7 @@ def attend(
         # Nothing to attend (b = 0 or n = 0): the explicit scores give the empty
         # output with every input in the graph (gradients: zeros of their shapes).
         return gather_scores(query, key, terms, mask, scale).probs @ value
-    if (needs_grad and on_cpu) or no_lse:
+    if (needs_grad and on_cpu) or no_lse or _traced_on_cpu(query):
         return gather_attend(query, key, value, terms, mask, scale, 0.0)
     i = query.shape[-2]
     lengths = (i, key.shape[-2])
