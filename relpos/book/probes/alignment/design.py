@@ -91,10 +91,13 @@ FALSIFIER = (
     "than the sinusoid (the 95% interval of the paired difference over ten "
     "seeds reaching zero or below), or its accuracy moving with the offset at a "
     "fixed distance (the interval of its offsets' spread reaching above "
-    "OFFSET_TOLERANCE). The verdict is 'holds' when DeBERTa with k >= L and "
-    "every other relative arm (rotary, T5, ALiBi, DeBERTa at k = 32) meet both "
-    "parts, 'qualified' when DeBERTa with k >= L meets both and another relative "
-    "arm does not, 'fails' when DeBERTa with k >= L does not."
+    "OFFSET_TOLERANCE). An arm meets the prediction only if it knows the "
+    "relations at all (the interval of its accuracy above one half): at chance "
+    "the offset cannot matter. The verdict is 'holds' when DeBERTa with k >= L "
+    "and every other relative arm (rotary, T5, ALiBi, DeBERTa at k = 32) meet "
+    "both parts, 'qualified' when DeBERTa with k >= L meets both and another "
+    "relative arm does not, 'fails' when DeBERTa with k >= L does not, and "
+    "'untested' on fewer than ten seeds."
 )
 #: The mechanism the probe is built to expose.
 MECHANISM = (
