@@ -254,6 +254,48 @@ def config_from_args(
     return base
 
 
+def add_engine_flags(
+    parser: argparse.ArgumentParser, *, workers: int, runs_dir: str | None = None
+) -> None:
+    """Add where the runs go: --workers, --engine, --scheduler, --runs-dir,
+    --threads, --quiet (checked by :func:`engine_from_args` and
+    :func:`runs_dir_from_args`).
+
+    ``workers``: the default of --workers; ``runs_dir``: the default folder
+    (None: --output with the suffix .runs).
+    """
+    add = parser.add_argument
+    add(
+        "--workers",
+        type=_cli.integer(1),
+        default=workers,
+        metavar="N",
+        help="runs at the same time (local processes, or those of --scheduler local)",
+    )
+    add("--engine", choices=ENGINES, default="local", help="local processes or dask")
+    add(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="with --engine dask: the scheduler's address, or 'local'",
+    )
+    add(
+        "--runs-dir",
+        default=runs_dir,
+        metavar="DIR",
+        help="folder of the finished runs' records, read back on a rerun "
+        + ("" if runs_dir else "(default: --output with the suffix .runs)"),
+    )
+    add(
+        "--threads",
+        type=_cli.integer(1),
+        default=1,
+        metavar="N",
+        help="torch CPU threads of each run",
+    )
+    add("--quiet", action="store_true", help="no progress bar on stderr")
+
+
 def engine_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Check --engine and --scheduler together (a one-line error naming the flag)."""
     if args.engine == "local" and args.scheduler is not None:
@@ -337,6 +379,7 @@ __all__ = [
     "DEFAULT_TUNE_SEEDS",
     "DEFAULT_MAX_RATES",
     "OneLineParser",
+    "add_engine_flags",
     "build_parser",
     "config_from_args",
     "engine_from_args",

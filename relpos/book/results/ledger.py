@@ -10,7 +10,9 @@ a record::
      "seeds": 3,
      "interval": [low, high],        # only (and always) when seeds >= 10
      "intervention": "what was changed to test the mechanism",   # when one ran
-     "seed_claim": "generalisation" | "length" | "linguistic" | "gradient"}
+     "seed_claim": "generalisation" | "length" | "linguistic" | "gradient",
+     "prediction": "what the claim predicts, written before the run",  # a probe's
+     "falsifier": "what result would falsify it"}                      # a probe's
 
 ``seed_claim`` marks the four claims chapter 1 makes for relative positions
 (at most one record each). :func:`check_record` refuses a record that breaks
@@ -53,7 +55,7 @@ RELATIVE_SCHEMES = ("deberta", "deberta-buckets") + tuple(
     name for name, entry in REGISTRY.items() if entry.relative
 )
 REQUIRED = ("id", "chapter", "claim", "verdict", "mechanism", "evidence", "seeds")
-OPTIONAL = ("interval", "intervention", "seed_claim")
+OPTIONAL = ("interval", "intervention", "seed_claim", "prediction", "falsifier")
 
 
 def _text(record: dict[str, Any], name: str) -> str:
@@ -105,8 +107,9 @@ def check_record(record: dict[str, Any]) -> dict[str, Any]:
             or low_high[0] > low_high[1]
         ):
             raise ValueError(f"record interval must be [low, high], got {low_high!r}")
-    if "intervention" in record:
-        _text(record, "intervention")
+    for name in ("intervention", "prediction", "falsifier"):
+        if name in record:
+            _text(record, name)
     if "seed_claim" in record and record["seed_claim"] not in SEED_CLAIMS:
         raise ValueError(f"record seed_claim must be one of {SEED_CLAIMS}, "
                          f"got {record['seed_claim']!r}")
