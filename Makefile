@@ -249,17 +249,25 @@ text-sweeps: $(TEST_ENV)
 	$(TEXT_AFTER)
 
 # The probe of claim 3, linguistic alignment (relpos/book/probes/alignment): byte
-# LMs (width 64, two layers, L = 64, 1000 steps) trained on a generated grammar
-# (agreement across attractors, Dyck-2) and scored on 1,200 committed minimal
-# pairs at 4 distances x 3 offsets inside L; eight arms, each rate tuned on two
-# tuning seeds (grid 1e-3 .. 1e-2 extended until interior, at most 6 rates), ten
-# measured seeds. Writes results/probes/alignment.json, its per-item table and
-# figure; the runs folder results/probes/alignment/runs/ is committed, so the same
-# command resumes across sessions (its records are keyed on the probe's schema,
-# not the relpos version). About 140 runs of about 60 s on one free core.
+# LMs (width 64, two layers, L = 64) trained on a generated grammar (agreement
+# across attractors, Dyck-2) and scored on 1,200 committed minimal pairs at 4
+# distances x 3 offsets inside L; eight arms, each rate tuned on two tuning seeds
+# (grid 1e-3 .. 1e-2 extended until interior, at most 6 rates), ten measured
+# seeds; at 300 steps (the verdict's budget: results/probes/alignment.json, its
+# per-item table and figure) and at 1000 (alignment_full.json, beside it). The
+# runs folder results/probes/alignment/runs/ is committed, so the same command
+# resumes across sessions (records keyed on the probe's schema, not the relpos
+# version). About 150 runs per budget, 20 s (300 steps) and 60 s (1000 steps)
+# each on one free core: about 25 + 75 minutes on two workers.
+PROBE_ALIGNMENT := $(BIN)/python -m relpos.book.probes.alignment --workers 2 --quiet
+PROBES := $(RESULTS)/probes
+
 .PHONY: probe-alignment
 probe-alignment: $(TEST_ENV)
-	$(BIN)/python -m relpos.book.probes.alignment --workers 2 --quiet
+	$(PROBE_ALIGNMENT) --steps 300
+	$(PROBE_ALIGNMENT) --steps 1000 --output $(PROBES)/alignment_full.json \
+	  --per-item $(PROBES)/alignment/per_item_full.json \
+	  --plot $(PROBES)/alignment_full.png
 
 # After the sweeps: the two-objective study (about 2 minutes) and the ledger of
 # claims computed from the results.

@@ -86,8 +86,9 @@ def test_the_stream_is_seeded_and_sized():
 
 def test_the_stream_covers_every_tested_distance():
     rng = random.Random(0)
-    seen = Counter(rng.choice(grammar.TRAIN_DISTANCES) for _ in range(5000))
-    assert all(seen[d] > 50 for d in grammar.DISTANCES)
+    seen = Counter(grammar.train_distance(rng) for _ in range(20000))
+    assert set(seen) == set(grammar.TRAIN_DISTANCES)
+    assert all(seen[d] > 200 for d in grammar.DISTANCES)
     assert max(grammar.OFFSETS) + max(grammar.DISTANCES) < ProbeRun().train_length
 
 
@@ -240,6 +241,7 @@ def synthetic(accuracies: dict[str, float], spreads: dict[str, float]) -> dict:
     """A probe JSON's summary: ten seeds per arm around the given means."""
     jitter = [(-1) ** s * 0.004 * (s % 3) for s in range(10)]
     return {
+        "config": {"steps": design.VERDICT_STEPS},
         "grid": {"arm": list(accuracies), "seed": list(range(10))},
         "summary": {
             "overall": {a: {"mean": m, "values": [m + j for j in jitter]}
@@ -263,6 +265,10 @@ def test_the_verdict_holds_when_every_relative_arm_wins_flat():
     assert record["prediction"] == design.PREDICTION
     assert record["falsifier"] == design.FALSIFIER
     assert ledger.check_record(record) is record
+    result["config"]["steps"] = design.FULL_STEPS
+    full = alignment_probe.alignment_record(result)
+    assert full["id"] == f"probe-alignment-{design.FULL_STEPS}-steps"
+    assert "seed_claim" not in full and full["verdict"] == "holds"
 
 
 def test_the_verdict_is_qualified_when_another_relative_arm_loses():
@@ -307,3 +313,34 @@ def test_store_defaults_are_unchanged():
     store = RunStore()
     assert store.versioned and store.key("measured", ProbeRun()) == run_key(
         "measured", ProbeRun())
+
+
+# -- the command line and the live cell ------------------------------------------------
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["--seeds", "0,1", "--tune-seeds", "1"], "--tune-seeds"),
+    (["--learning-rates", "1e-3"], "--learning-rates"),
+    (["--arms", "deberta,bogus"], "--arms"),
+    (["--steps", "0"], "--steps"),
+])
+def test_a_bad_flag_stops_before_any_run(argv, flag, capsys, tmp_path):
+    from relpos.book.probes.alignment.cli import main
+
+    with pytest.raises(SystemExit) as stop:
+        main([*argv, "--runs-dir", str(tmp_path / "runs"),
+              "--output", str(tmp_path / "a.json")])
+    assert stop.value.code == 2
+    error = capsys.readouterr().err
+    assert flag in error and len(error.strip().splitlines()) == 1
+    assert not list(tmp_path.glob("runs/*.json"))
+
+
+@pytest.mark.slow
+def test_the_live_probe_holds_its_assertion(committed):
+    from relpos.book.probes.alignment.live import live_check, live_probe
+
+    result = live_probe(committed[0])
+    shares = live_check(result)
+    assert set(shares) == set(grammar.OFFSETS)
+    assert result["record"]["train_seconds"] < 60

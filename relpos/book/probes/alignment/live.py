@@ -5,8 +5,10 @@ the grammar, scored on the committed items: accuracy per (relation, distance,
 offset). :func:`live_check` is the assertion the chapter makes, one that holds
 on every run: the nearest bracket relation (``d`` = :data:`LIVE_DISTANCE`, an
 attractor pair right before the closer) is known at every offset alike, each
-offset at least :data:`LIVE_FLOOR` right. The full probe's verdict is the
-sweep's, not this run's.
+offset at least :data:`LIVE_FLOOR` right (seed 0 on a 2-core AMD EPYC: 0.96, 1.0
+and 1.0 at offsets 2, 20 and 38, in about 25 s). The agreement half is not
+asserted: at 300 steps some seeds have learned it and some have not. The full
+probe's verdict is the sweep's, not this run's.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ LIVE_RATE = 3.16e-3
 #: The relation and distance the live assertion reads, and its floor.
 LIVE_RELATION = "brackets"
 LIVE_DISTANCE = 3
-LIVE_FLOOR = 0.9
+LIVE_FLOOR = 0.8
 
 
 def live_probe(items: Sequence[dict[str, Any]], *, arm: str = MAIN_ARM,

@@ -36,7 +36,7 @@ from ...experiments.model import count_parameters
 from ...experiments.tuning import mean_final_loss
 from ...text.config import TextConfig
 from ...text.train import evaluate_length, train_text
-from .design import ARM_CONFIGS
+from .design import ARM_CONFIGS, VERDICT_STEPS
 from .grammar import GRAMMAR_VERSION, grammar_stream
 
 #: Decimals of a margin kept in a record (nats).
@@ -64,7 +64,7 @@ class ProbeRun(Settings):
     seed: int = 0
     learning_rate: float = 3.16e-3
     train_length: int = 64
-    steps: int = 1000
+    steps: int = VERDICT_STEPS
     batch_size: int = 32
     hidden_size: int = 64
     num_heads: int = 4
