@@ -15,7 +15,12 @@ from relpos.book.experiments.store import RunStore, run_key
 from relpos.book.experiments.verdicts import alignment_probe
 from relpos.book.probes.alignment import design, grammar, items as items_io
 from relpos.book.probes.alignment import summary, sweep
-from relpos.book.probes.alignment.run import ProbeRun, item_margins
+from relpos.book.probes.alignment.run import (
+    ProbeRun,
+    decode_margins,
+    encode_margins,
+    item_margins,
+)
 from relpos.book.results import ledger
 
 
@@ -170,6 +175,12 @@ def test_a_margin_is_the_log_probability_difference_at_the_decided_byte():
     assert summary.correct(margins + [None, 0.0]) == [False, False, False, False]
 
 
+def test_margins_are_kept_as_text_to_three_decimals():
+    text = encode_margins([0.12345, -2.0, float("nan"), 0.0004])
+    assert text == "0.123 -2.000 nan 0.000"
+    assert decode_margins(text) == [0.123, -2.0, None, 0.0]
+
+
 def test_scoring_refuses_an_item_that_is_no_pair():
     with pytest.raises(ValueError, match="items"):
         item_margins(FixedLogits(), [{"text": "ab", "target": 1, "wrong": "b"}], 64)
@@ -211,7 +222,8 @@ def test_a_second_sweep_trains_nothing(tmp_path, monkeypatch, committed):
     first = sweep.run_probe(base, items, **kwargs)
     files = sorted(p.name for p in tmp_path.glob("*.json"))
     assert len(files) == 2 * 2 + 2 * 2  # tuning: arms x rates; measured: arms x seeds
-    assert all(len(r["margins"]) == 12 for r in first["runs"])
+    assert all(len(decode_margins(r["margins"])) == 12 for r in first["runs"])
+    assert max(p.stat().st_size for p in tmp_path.glob("*.json")) < 4000
 
     def refuse(*args, **kwargs):
         raise AssertionError("a stored run was trained again")

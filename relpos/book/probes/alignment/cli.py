@@ -120,9 +120,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         run.pop("margins")
     judged = MAIN_ARM in args.arms and set(ABSOLUTE_ARMS) & set(args.arms)
     result["record"] = alignment_record(result) if judged else None
-    for path, data in ((args.output, result), (args.per_item, table)):
+    texts = ((args.output, json.dumps(result, indent=1)),
+             (args.per_item, json.dumps(table, separators=(",", ":"))))
+    for path, text in texts:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        Path(path).write_text(text + "\n", encoding="utf-8")
         print(f"wrote {path}", file=sys.stderr)
     accuracy_by_distance(result).savefig(args.plot, dpi=120)
     print(f"wrote {args.plot}", file=sys.stderr)

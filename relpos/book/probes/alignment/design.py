@@ -63,8 +63,8 @@ ARMS = {
     "deberta-unclipped": "DeBERTa's disentangled attention (content-to-position "
     "and position-to-content terms) with its table spanning the whole window, "
     "k = L: every distance inside the window has its own row, none clipped.",
-    "deberta": "DeBERTa at the text sweeps' span k = 32: distances of 32 and "
-    "more share the last row (the probe's distances are all below 32, so the "
+    "deberta": "DeBERTa at the text sweeps' span k = 32: distances from 31 on "
+    "share the last row (the probe's distances are all below 31, so the "
     "two DeBERTa arms differ only on relations further back).",
 }
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .design import MAIN_ARM
-from .run import ProbeRun, probe_run
+from .run import ProbeRun, decode_margins, probe_run
 from .summary import accuracy, correct
 
 #: The live run: steps and rate (a rate of the tuning grid; not tuned here).
@@ -37,7 +37,7 @@ def live_probe(items: Sequence[dict[str, Any]], *, arm: str = MAIN_ARM,
     run = ProbeRun(arm=arm, seed=seed, steps=steps, learning_rate=LIVE_RATE,
                    stream_bytes=steps * 32 * 65 + 1)
     record = probe_run(run, items)
-    right = correct(record["margins"])
+    right = correct(decode_margins(record["margins"]))
     cells = accuracy(items, right, ("relation", "distance", "offset"))
     return {"record": record, "accuracy": cells}
 

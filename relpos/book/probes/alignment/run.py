@@ -7,7 +7,8 @@ seeded per run seed, so the seeds vary the data as well as the weights) at
 ``L = train_length``, measured in bits per byte on a validation stream at ``L``
 (``text.train.evaluate_length``; the tuning score) and on the test items.
 
-Scoring (:func:`item_margins`): the margin of an item is
+Scoring (:func:`item_margins`; kept in the record as one line of text,
+:func:`encode_margins`): the margin of an item is
 ``log p(good) - log p(wrong)`` at its decided byte, given the same prefix, in
 nats; the model knows the relation there when the margin is positive. Only the
 byte that differs is scored: the two texts share every byte before it, so the
@@ -167,6 +168,20 @@ def item_margins(model: torch.nn.Module, items: Sequence[dict[str, Any]],
     return margins
 
 
+def encode_margins(margins: Sequence[float]) -> str:
+    """Margins as one line of text, :data:`MARGIN_DECIMALS` decimals each (``nan``
+    where not finite): a run's record stays a few KB, committed."""
+    return " ".join(
+        f"{m:.{MARGIN_DECIMALS}f}" if math.isfinite(m) else "nan" for m in margins
+    )
+
+
+def decode_margins(text: str) -> list[float | None]:
+    """The margins of :func:`encode_margins` (``None`` where not finite)."""
+    values = [float(part) for part in text.split()]
+    return [v if math.isfinite(v) else None for v in values]
+
+
 def probe_run(run: ProbeRun, items: Sequence[dict[str, Any]] | None) -> dict[str, Any]:
     """Train ``run`` and measure it: a tuning record (``items=None``: validation
     bits per byte only) or a measured one (with every item's margin)."""
@@ -188,9 +203,7 @@ def probe_run(run: ProbeRun, items: Sequence[dict[str, Any]] | None) -> dict[str
     }
     if items is not None:
         margins = item_margins(trained.model, items, run.train_length)
-        record["margins"] = [
-            round(m, MARGIN_DECIMALS) if math.isfinite(m) else None for m in margins
-        ]
+        record["margins"] = encode_margins(margins)
     record["eval_seconds"] = time.perf_counter() - start
     return record
 
@@ -200,6 +213,8 @@ __all__ = [
     "MARGIN_DECIMALS",
     "ProbeRun",
     "check_items",
+    "decode_margins",
+    "encode_margins",
     "item_margins",
     "probe_run",
 ]

@@ -30,10 +30,12 @@ from typing import Any, Sequence
 
 from ...stats import describe, paired_test
 from .design import MAIN_ARM
+from .run import decode_margins
 
 
 def correct(margins: Sequence[float | None]) -> list[bool]:
-    """Whether each item is right: a positive margin (``None``, diverged: wrong)."""
+    """Whether each item is right: a positive margin (``None``, diverged, and a
+    margin stored as 0.000, under 0.0005 nats, are wrong)."""
     return [m is not None and m > 0 for m in margins]
 
 
@@ -74,7 +76,8 @@ def summarize(result: dict[str, Any], items: Sequence[dict[str, Any]]
               ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``summary`` and ``comparisons`` of a sweep whose runs hold margins."""
     runs, arms = result["runs"], result["grid"]["arm"]
-    right = {arm: [correct(r["margins"]) for r in _by_seed(runs, arm)] for arm in arms}
+    right = {arm: [correct(decode_margins(r["margins"])) for r in _by_seed(runs, arm)]
+             for arm in arms}
     summary: dict[str, Any] = {"cells": [], "by_distance": [], "by_offset": [],
                                "overall": {}, "offset_spread": {}}
     parts = {
@@ -115,11 +118,11 @@ def per_item(result: dict[str, Any], items: Sequence[dict[str, Any]]
     table: dict[str, Any] = {"items": [item["id"] for item in items], "arms": {}}
     for arm in result["grid"]["arm"]:
         runs = _by_seed(result["runs"], arm)
-        margins = list(zip(*(r["margins"] for r in runs)))  # (items, seeds)
+        per_run = [decode_margins(r["margins"]) for r in runs]  # (seeds, items)
+        margins = list(zip(*per_run))  # (items, seeds)
         table["arms"][arm] = {
             "seeds": [r["seed"] for r in runs],
-            "right": [round(s, 3) for s in _shares([correct(r["margins"])
-                                                    for r in runs])],
+            "right": [round(s, 3) for s in _shares([correct(m) for m in per_run])],
             "margin": [
                 round(statistics.fmean(m), 3) if None not in m else None
                 for m in margins
