@@ -257,8 +257,10 @@ text-sweeps: $(TEST_ENV)
 # per-item table and figure) and at 1000 (alignment_full.json, beside it). The
 # runs folder results/probes/alignment/runs/ is committed, so the same command
 # resumes across sessions (records keyed on the probe's schema, not the relpos
-# version). About 150 runs per budget, 20 s (300 steps) and 60 s (1000 steps)
-# each on one free core: about 25 + 75 minutes on two workers.
+# version). About 150 runs per budget (48 tuning runs before any grid extension,
+# 80 measured); one run of 300 steps took 13 s (t5) to 19 s (DeBERTa) on one core
+# of a 2-core AMD EPYC shared with other work, 1000 steps about 3.3 times that:
+# about 20 + 70 minutes on two workers with the cores free.
 PROBE_ALIGNMENT := $(BIN)/python -m relpos.book.probes.alignment --workers 2 --quiet
 PROBES := $(RESULTS)/probes
 
