@@ -38,7 +38,9 @@ from .embedding import (
     table_memory_bytes,
 )
 from .encoder import DisentangledEncoder, DisentangledEncoderLayer, EncoderLayer
+from .generate import generate
 from .model import DisentangledModel, Embeddings
+from .transformer import Transformer, TransformerLM
 from .positions import (
     attention_span,
     delta,
@@ -51,7 +53,7 @@ from .positions import (
     relative_positions,
 )
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 # The book's machinery moved to relpos.book in 0.2; its old names went in 0.3.
 _MOVED_TO_BOOK = ("bench", "exercises", "experiments", "plot", "results")
@@ -76,6 +78,9 @@ __all__ = [
     "EncoderLayer",
     "INITS",
     "KVCache",
+    "Transformer",
+    "TransformerLM",
+    "generate",
     "POS_ATT_TYPES",
     "PositionTerms",
     "RelativePositionEmbedding",

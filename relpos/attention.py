@@ -30,7 +30,6 @@ Shape legend:
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import torch
@@ -38,7 +37,13 @@ from torch import nn
 
 from . import interop
 from .backends import BACKENDS, PositionTerms
-from .checks import check_bool, check_float_tensor, check_same_device, check_same_dtype
+from .checks import (
+    check_bool,
+    check_float_tensor,
+    check_no_removed_call,
+    check_same_device,
+    check_same_dtype,
+)
 from .config import POS_ATT_TYPES, AttentionConfig, resolve_config
 from .core import SelfAttention
 from .embedding import RelativePositionEmbedding
@@ -73,6 +78,8 @@ class DisentangledSelfAttention(SelfAttention):
             any name registered with ``relpos.register_backend``.
         causal: query ``i`` attends to keys ``j <= i`` only (the same terms under
             the causal mask).
+        num_kv_heads: grouped-query attention's key/value heads (``None``: one per
+            head), as for ``relpos.SelfAttention``.
         config: all of the above as one ``relpos.AttentionConfig`` instead; an
             argument that differs from the config is a ``ValueError``.
         own_table: give the module a table of its own (``table``); False when the
@@ -107,6 +114,7 @@ class DisentangledSelfAttention(SelfAttention):
         backend: str = "gather",
         causal: bool = False,
         *,
+        num_kv_heads: int | None = None,
         config: AttentionConfig | None = None,
         own_table: bool = True,
     ) -> None:
@@ -122,6 +130,7 @@ class DisentangledSelfAttention(SelfAttention):
                 dropout=dropout,
                 backend=backend,
                 causal=causal,
+                num_kv_heads=num_kv_heads,
             ),
         )
         super().__init__(
@@ -130,6 +139,7 @@ class DisentangledSelfAttention(SelfAttention):
             config.dropout,
             backend=config.backend,
             causal=config.causal,
+            num_kv_heads=config.num_kv_heads,
         )
         self.config = config
         self.max_relative_positions = config.max_relative_positions
@@ -162,8 +172,10 @@ class DisentangledSelfAttention(SelfAttention):
         return 1 + len(self.pos_att_type)
 
     def _project_key(self, rows: torch.Tensor) -> torch.Tensor:
-        proj = self.key_proj if self.share_att_key else self.pos_key_proj
-        return self.split_heads(proj(rows))  # (h, m, d)
+        if not self.share_att_key:
+            return self.split_heads(self.pos_key_proj(rows))  # (h, m, d)
+        # the content key projection: g heads, grouped as the content keys are
+        return self.repeat_kv(self.split_heads(self.key_proj(rows)))  # (h, m, d)
 
     def _project_query(self, rows: torch.Tensor) -> torch.Tensor:
         proj = self.query_proj if self.share_att_key else self.pos_query_proj
@@ -264,20 +276,24 @@ class DisentangledSelfAttention(SelfAttention):
     def forward(  # type: ignore[override]
         self,
         hidden_states: torch.Tensor,
-        *args: Any,
-        rel_embeddings: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
+        *removed: Any,
+        rel_embeddings: torch.Tensor | None = None,
         positions: torch.Tensor | None = None,
         document_ids: torch.Tensor | None = None,
         cache: Any = None,
         query_states: torch.Tensor | None = None,
         return_scores: bool = False,
+        key_padding_mask: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
     ) -> torch.Tensor | tuple[torch.Tensor, AttentionScores]:
         """Attend over ``hidden_states`` with relative positions from the table.
 
         ``attention(hidden_states, attention_mask=None, *, rel_embeddings=None,
         positions=None, document_ids=None, cache=None, query_states=None,
-        return_scores=False)``, the call of every ``relpos`` attention.
+        return_scores=False, key_padding_mask=None, attn_mask=None)``, the call
+        of every ``relpos`` attention (torch's mask conventions by name, as
+        ``relpos.SelfAttention``).
         Masked keys are removed from every query's keys (the outputs at padded
         positions are finite but carry no meaning); with ``causal``, so are the
         keys after each query. ``query_states`` (default ``hidden_states``) is
@@ -285,9 +301,10 @@ class DisentangledSelfAttention(SelfAttention):
         and p2c read ``hidden_states``), as in ``transformers``' DeBERTa and its
         enhanced mask decoder.
 
-        The call of relpos 0.2, ``attention(hidden_states, rel_embeddings,
-        attention_mask)``, still works and warns (``DeprecationWarning``); it goes
-        in 0.4.
+        The second positional argument is always the mask, whatever its shape or
+        dtype. relpos 0.2's call, ``attention(hidden_states, rel_embeddings,
+        attention_mask)``, was removed in 0.4: a third positional argument is a
+        ``TypeError`` that names the call to write instead.
 
         Returns:
             The context ``(b, n, hidden)``; with ``return_scores=True`` also an
@@ -299,13 +316,12 @@ class DisentangledSelfAttention(SelfAttention):
             rel_embeddings: ``(2 * span, hidden)``; attention_mask: see the class
             query_states: ``(b, n, hidden)``; output: ``(b, n, hidden)``
         """
+        check_no_removed_call(type(self).__name__, removed)
         self.check_hidden_states(hidden_states)
-        rel_embeddings, attention_mask = self._old_call(
-            args, hidden_states, rel_embeddings, attention_mask
-        )
         prepared = self.prepare(
             hidden_states, attention_mask, positions=positions,
             document_ids=document_ids, cache=cache,
+            key_padding_mask=key_padding_mask, attn_mask=attn_mask,
         )
         query_states = self.check_query_states(query_states, hidden_states)
         table = self.check_table(self.table_or(rel_embeddings), hidden_states)
@@ -315,55 +331,6 @@ class DisentangledSelfAttention(SelfAttention):
         )
         self.finish(prepared)
         return out
-
-    def _old_call(self, args, hidden_states, rel_embeddings, attention_mask):
-        """Read the positional arguments: ``(mask)`` now, ``(table[, mask])`` in 0.2.
-
-        The second argument is relpos 0.2's table when a third one follows, when it
-        has the table's shape, or when it is a floating tensor that no mask's shape
-        fits (its first dimension is not the batch): the table's own checks then
-        name ``rel_embeddings``.
-        """
-        if len(args) > 2:
-            raise TypeError(
-                "DisentangledSelfAttention takes hidden_states and attention_mask "
-                f"positionally, got {1 + len(args)} positional arguments; pass the "
-                "others by keyword (rel_embeddings=, positions=, ...)"
-            )
-        if not args:
-            return rel_embeddings, attention_mask
-        first = args[0]
-        table_shape = (2 * self.span, self.hidden_size)
-        floating = isinstance(first, torch.Tensor) and first.is_floating_point()
-        shape = tuple(first.shape) if isinstance(first, torch.Tensor) else ()
-        mask_like = bool(shape) and shape[0] == hidden_states.shape[0]
-        is_table = len(args) == 2 or (
-            floating and (shape == table_shape or not mask_like)
-        )
-        ambiguous = shape == table_shape == tuple(hidden_states.shape[:2])
-        if is_table and len(args) == 1 and ambiguous:
-            raise ValueError(
-                f"the second argument, of shape {table_shape}, could be the table "
-                "(relpos 0.2's call) or a mask; pass rel_embeddings= or "
-                "attention_mask= by keyword"
-            )
-        if not is_table:
-            if attention_mask is not None:
-                raise TypeError(
-                    "attention_mask was given twice (positionally and by keyword)"
-                )
-            return rel_embeddings, first
-        warnings.warn(
-            "attention(hidden_states, rel_embeddings, attention_mask) is relpos 0.2's "
-            "call; write attention(hidden_states, attention_mask, "
-            "rel_embeddings=table) (or let the module use its own table). The old "
-            "call goes in 0.4",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        if len(args) > 1:
-            attention_mask = args[1]
-        return first, attention_mask
 
     def check_table(self, rel_embeddings: object, like: torch.Tensor) -> torch.Tensor:
         """A ``(2 * span, hidden)`` floating table with ``like``'s dtype and device.

@@ -12,10 +12,21 @@ cached keys and the new ones, then appends the new ones::
     logits = model(next_token, cache=cache)      # one new query, all keys
 
 The new tokens' positions continue the cached ones (``cache.length + 0, 1,
-...``) unless given. What each scheme needs of the new rows alone follows from
-the positions: rotary turns the new queries and keys by their own angles (the
-cached keys are stored turned), ALiBi's and T5's biases and DeBERTa's rows are
-read at the new queries' distances to every key.
+...``) unless given.
+
+One cache serves a whole stack: each attention module reads and writes the
+entry of its own ``cache_index``, and a stack numbers its layers (as
+``relpos.Transformer`` and ``relpos.DisentangledEncoder`` do). Layers may also
+be called one by one, in order, each with the same cache: every layer reads the
+positions the cache held before this step's first layer ran, so the layers of
+one step agree. What would be misread is refused instead: two modules writing
+one entry (layers stacked by hand and left unnumbered), or a layer that falls
+out of step with the others (a ``ValueError`` that says which).
+
+What each scheme needs of the new rows alone follows from the positions: rotary
+turns the new queries and keys by their own angles (the cached keys are stored
+turned), ALiBi's and T5's biases and DeBERTa's rows are read at the new queries'
+distances to every key.
 
 Shapes:
     key, value: ``(b, h, t, d)`` per layer; positions: ``(b or 1, t)``
@@ -23,6 +34,8 @@ Shapes:
 """
 
 from __future__ import annotations
+
+import weakref
 
 import torch
 
@@ -46,6 +59,7 @@ class KVCache:
         self.keys: torch.Tensor | None = None
         self.documents: torch.Tensor | None = None
         self._layers: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._owners: dict[int, weakref.ref] = {}
 
     def __len__(self) -> int:
         return self.length
@@ -61,16 +75,71 @@ class KVCache:
         """
         return self._layers.get(index)
 
+    def cached(self, index: int) -> int:
+        """How many keys layer ``index`` holds (0 before its first call)."""
+        past = self._layers.get(index)
+        return 0 if past is None else past[0].shape[-2]
+
+    def past(self, index: int, n: int) -> int:
+        """The cached positions layer ``index`` reads before ``n`` new tokens.
+
+        The first layer of a step finds the cache as the last step left it
+        (``cached(index) == length``); a later layer of the same step finds it
+        already advanced by ``n`` (``cached(index) + n == length``) and reads
+        the same ``cached(index)`` positions as the first did. Anything else
+        means the layers sharing this cache are out of step: refused.
+        """
+        cached = self.cached(index)
+        if cached != self.length and cached + n != self.length:
+            raise ValueError(
+                f"cache entry {index} holds {cached} keys but the cache has "
+                f"{self.length} positions, so {n} new tokens cannot follow them: "
+                "the layers that share a KVCache must each run once per step, in "
+                "order (or use one cache per layer)"
+            )
+        return cached
+
+    def history(
+        self, past: int
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
+        """The first ``past`` cached positions, key padding and document ids.
+
+        Shapes:
+            output: ``(b or 1, past)``, ``(b, past)`` or None, ``(b, past)`` or None
+        """
+        def head(x: torch.Tensor | None) -> torch.Tensor | None:
+            return None if x is None else x[..., :past]
+
+        return head(self.positions), head(self.keys), head(self.documents)
+
     def extend(
-        self, index: int, key: torch.Tensor, value: torch.Tensor
+        self,
+        index: int,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        *,
+        owner: object = None,
+        past: int | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Layer ``index``'s keys and values with the new ones after the cached ones.
 
         The new ones are kept for the next call once :meth:`advance` is called.
+        ``owner`` (the attention module writing) must be the one that wrote this
+        entry before: two modules on one entry would read each other's keys.
+        ``past``, when given, is how many keys the entry must hold already (the
+        positions the call was prepared with).
 
         Shapes:
             key, value: ``(b, h, n, d)``; output: ``(b, h, t + n, d)`` each
         """
+        if owner is not None:
+            self._claim(index, owner)
+        if past is not None and self.cached(index) != past:
+            raise ValueError(
+                f"cache entry {index} holds {self.cached(index)} keys, but this call "
+                f"was prepared for {past}: a stack that prepares the input once "
+                "must run each of its layers once per step"
+            )
         past = self._layers.get(index)
         if past is not None:
             if past[0].shape[:2] != key.shape[:2] or past[0].shape[-1] != key.shape[-1]:
@@ -93,6 +162,8 @@ class KVCache:
     ) -> None:
         """Record the new tokens as keys: their full positions, padding and documents.
 
+        Every layer of a step records the same (the first sets them).
+
         Shapes:
             positions: ``(b or 1, t + n)``; keys, documents: ``(b, t + n)`` or None
         """
@@ -101,8 +172,23 @@ class KVCache:
         self.documents = documents
         self.length = positions.shape[-1]
 
+    def _claim(self, index: int, owner: object) -> None:
+        """Record ``owner`` as the writer of entry ``index``; refuse a second one."""
+        ref = self._owners.get(index)
+        writer = None if ref is None else ref()
+        if writer is None:
+            self._owners[index] = weakref.ref(owner)
+        elif writer is not owner:
+            raise ValueError(
+                f"two attention modules write cache entry {index}: layers that "
+                "share a KVCache need distinct cache_index values (relpos.Transformer "
+                "and relpos.DisentangledEncoder number their layers; for layers "
+                "stacked by hand set layer.attention.cache_index = i, or give each "
+                "layer its own KVCache)"
+            )
+
     def reset(self) -> None:
-        """Forget everything (start a new sequence)."""
+        """Forget everything (start a new sequence), the entries' writers too."""
         self.__init__()
 
 

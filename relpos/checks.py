@@ -8,6 +8,7 @@ the values it accepts, instead of an ``IndexError`` from deep inside torch.
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import torch
 
@@ -120,3 +121,19 @@ def check_index(name: str, index: object, rows: int, shape: str) -> torch.Tensor
             f"in [{int(index.min())}, {int(index.max())}] (shape {shape})"
         )
     return index
+
+
+def check_no_removed_call(name: str, removed: tuple[Any, ...]) -> None:
+    """Refuse relpos 0.2's call ``module(hidden_states, rel_embeddings, mask)``.
+
+    ``removed`` holds the positional arguments after ``attention_mask``; the
+    call was removed in 0.4 and the error names the one to write instead.
+    """
+    if removed:
+        raise TypeError(
+            f"{name} takes hidden_states and attention_mask positionally, got "
+            f"{2 + len(removed)} positional arguments: relpos 0.2's call "
+            "(hidden_states, rel_embeddings, attention_mask) was removed in 0.4; "
+            "write module(hidden_states, attention_mask, rel_embeddings=table) "
+            "and pass the others by keyword (positions=, cache=, ...)"
+        )

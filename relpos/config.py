@@ -48,6 +48,9 @@ class AttentionConfig:
             ``"flex"``, or one registered with ``relpos.register_backend``).
         causal: query ``i`` attends to keys ``j <= i`` only (a decoder's
             attention), on every backend; see ``relpos.core``.
+        num_kv_heads: key/value heads of grouped-query attention (``None``:
+            ``num_heads``); with ``share_att_key`` the position keys are
+            grouped as the content keys are.
     """
 
     hidden_size: int
@@ -59,6 +62,7 @@ class AttentionConfig:
     dropout: float = 0.0
     backend: str = "gather"
     causal: bool = False
+    num_kv_heads: int | None = None
 
     def __post_init__(self) -> None:
         from .backends import BACKENDS
@@ -83,6 +87,13 @@ class AttentionConfig:
         check_bool("share_att_key", self.share_att_key)
         check_bool("causal", self.causal)
         check_choice("backend", self.backend, BACKENDS)
+        if self.num_kv_heads is not None:
+            groups = check_int("num_kv_heads", self.num_kv_heads, minimum=1)
+            if heads % groups:
+                raise ValueError(
+                    "num_kv_heads must divide num_heads, got "
+                    f"num_kv_heads={groups} and num_heads={heads}"
+                )
         normal = {
             "hidden_size": hidden,
             "num_heads": heads,

@@ -154,6 +154,9 @@ class SelfAttention(nn.Module):
             ``"gather"``, ``"flex"`` or any registered one; every scheme runs on
             every kernel.
         causal: query ``i`` attends to keys ``j <= i`` only (a decoder).
+        num_kv_heads: ``g``, the key/value heads of grouped-query attention
+            (Ainslie et al. 2023; 1 is multi-query attention): each serves
+            ``h / g`` query heads, and a cache keeps only ``g``. Default ``h``.
 
     Shapes:
         hidden_states: ``(b, n, hidden)``
@@ -176,6 +179,7 @@ class SelfAttention(nn.Module):
         *,
         backend: str = "naive",
         causal: bool = False,
+        num_kv_heads: int | None = None,
     ) -> None:
         super().__init__()
         self.hidden_size = check_int("hidden_size", hidden_size, minimum=1)
@@ -185,16 +189,25 @@ class SelfAttention(nn.Module):
                 "hidden_size must be divisible by num_heads, got "
                 f"hidden_size={hidden_size} and num_heads={num_heads}"
             )
+        self.num_kv_heads = self.num_heads
+        if num_kv_heads is not None:
+            self.num_kv_heads = check_int("num_kv_heads", num_kv_heads, minimum=1)
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(
+                "num_kv_heads must divide num_heads, got "
+                f"num_kv_heads={num_kv_heads} and num_heads={num_heads}"
+            )
         self.head_size = self.hidden_size // self.num_heads
         self.dropout_p = check_rate("dropout", dropout)
         self.backend = check_choice("backend", backend, BACKENDS)
         self.causal = check_bool("causal", causal)
+        kv_width = self.num_kv_heads * self.head_size
         self.query_proj = nn.Linear(self.hidden_size, self.hidden_size)
-        self.key_proj = nn.Linear(self.hidden_size, self.hidden_size)
-        self.value_proj = nn.Linear(self.hidden_size, self.hidden_size)
+        self.key_proj = nn.Linear(self.hidden_size, kv_width)
+        self.value_proj = nn.Linear(self.hidden_size, kv_width)
         self.dropout = nn.Dropout(self.dropout_p)
-        #: Which entry of a ``KVCache`` this module reads (an encoder numbers its
-        #: layers).
+        #: Which entry of a ``KVCache`` this module reads and writes: the layers
+        #: sharing a cache need distinct ones (a stack numbers its layers).
         self.cache_index = 0
 
     # -- the pieces -------------------------------------------------------------------
@@ -210,14 +223,27 @@ class SelfAttention(nn.Module):
         return 1.0 / math.sqrt(self.head_size * self.scale_factor)
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """Split the last dimension into heads.
+        """Split the last dimension into heads (``h`` of them, or ``g`` key/value
+        heads for the keys and values of grouped-query attention).
 
         Shapes:
-            x: ``(*, n, hidden)``
-            output: ``(*, h, n, d)``
+            x: ``(*, n, h * d)`` or ``(*, n, g * d)``
+            output: ``(*, h, n, d)`` or ``(*, g, n, d)``
         """
-        x = x.unflatten(-1, (self.num_heads, self.head_size))  # (*, n, h, d)
+        x = x.unflatten(-1, (-1, self.head_size))  # (*, n, h, d)
         return x.transpose(-3, -2)  # (*, h, n, d)
+
+    def repeat_kv(self, x: torch.Tensor) -> torch.Tensor:
+        """Grouped-query attention's key/value heads, each repeated for the
+        ``h / g`` query heads of its group (head ``q`` reads group ``q // (h / g)``).
+
+        Shapes:
+            x: ``(*, g, n, d)``; output: ``(*, h, n, d)``
+        """
+        groups = self.num_heads // self.num_kv_heads
+        if groups == 1:
+            return x
+        return x.repeat_interleave(groups, dim=-3)  # (*, h, n, d)
 
     # -- the hooks a scheme overrides -------------------------------------------------
 
@@ -339,12 +365,16 @@ class SelfAttention(nn.Module):
             query_states = hidden_states
         qpos, kpos = prepared.query_positions, prepared.key_positions
         query = self.split_heads(self.query_proj(query_states))  # (b, h, i, d)
-        key = self.split_heads(self.key_proj(hidden_states))  # (b, h, n, d)
-        value = self.split_heads(self.value_proj(hidden_states))  # (b, h, n, d)
+        key = self.split_heads(self.key_proj(hidden_states))  # (b, g, n, d)
+        value = self.split_heads(self.value_proj(hidden_states))  # (b, g, n, d)
         query, key = self.rotate(query, key, qpos, kpos[:, -key.shape[-2]:])
         if prepared.cache is not None:
-            key, value = prepared.cache.extend(self.cache_index, key, value)
-            # key, value: (b, h, t + n, d)
+            past = kpos.shape[-1] - key.shape[-2]
+            key, value = prepared.cache.extend(
+                self.cache_index, key, value, owner=self, past=past
+            )
+            # key, value: (b, g, t + n, d): the cache keeps the g heads only
+        key, value = self.repeat_kv(key), self.repeat_kv(value)  # (b, h, j, d)
         terms = self.position_terms(qpos, kpos, **inputs)
         scores = None
         if return_scores:
@@ -379,9 +409,16 @@ class SelfAttention(nn.Module):
         cache: KVCache | None = None,
         query_states: torch.Tensor | None = None,
         return_scores: bool = False,
+        key_padding_mask: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
     ) -> torch.Tensor | tuple[torch.Tensor, AttentionScores]:
         """Attend over ``hidden_states``; masked keys get no weight, nor, when
         ``causal``, the keys after each query.
+
+        ``key_padding_mask`` (``(b, n)``, True for padding) and ``attn_mask``
+        (``(n, n)`` or ``(b * h, n, n)``, True where not allowed) take torch's
+        ``nn.MultiheadAttention`` conventions by name (``relpos.masks``); every
+        mask given applies.
 
         Returns:
             The context ``(b, n, hidden)``; with ``return_scores=True`` also the
@@ -395,6 +432,7 @@ class SelfAttention(nn.Module):
         prepared = self.prepare(
             hidden_states, attention_mask, positions=positions,
             document_ids=document_ids, cache=cache,
+            key_padding_mask=key_padding_mask, attn_mask=attn_mask,
         )
         query_states = self.check_query_states(query_states, hidden_states)
         out = self._attend(
@@ -413,11 +451,15 @@ class SelfAttention(nn.Module):
         positions: object = None,
         document_ids: object = None,
         cache: object = None,
+        key_padding_mask: object = None,
+        attn_mask: object = None,
     ) -> Prepared:
-        """Check the input once and read the mask, positions, documents and cache.
+        """Check the input once and read the masks, positions, documents and cache.
 
         ``hidden_states`` must be a floating-point ``(b, n, hidden)`` tensor with
-        the dtype and device of the module's weights.
+        the dtype and device of the module's weights. ``key_padding_mask`` and
+        ``attn_mask`` are torch's conventions (``relpos.masks``); every mask
+        given is applied.
 
         Shapes:
             hidden_states: ``(b, n, hidden)``; output: ``Prepared``
@@ -434,16 +476,23 @@ class SelfAttention(nn.Module):
                 "cache is for causal attention (a decoder): build the module with "
                 "causal=True"
             )
-        past = 0 if cache is None else cache.length
+        past = 0 if cache is None else cache.past(self.cache_index, n)
         new_positions = self.check_positions(positions, hidden_states, past)  # (B, n)
         documents = masks.read_documents(document_ids, b, n, device)  # (b, n)
         keys, pairs = self._read_mask(attention_mask, b, n, past, device)
+        keys = _both(keys, masks.read_key_padding_mask(
+            key_padding_mask, b, (n, past + n), device
+        ))  # (b, n or t + n)
+        pairs = _both(pairs, masks.read_attn_mask(
+            attn_mask, b, self.num_heads, n, past + n, device
+        ))  # (b, i, j) or (b, h, i, j)
         key_positions = new_positions
         key_documents = documents
         if past:
-            key_positions = _join_positions(cache.positions, new_positions)
-            key_documents = _join_documents(cache.documents, documents, b, past, n)
-            keys = _join_keys(cache.keys, keys, b, past, n, device)
+            past_positions, past_keys, past_documents = cache.history(past)
+            key_positions = _join_positions(past_positions, new_positions)
+            key_documents = _join_documents(past_documents, documents, b, past, n)
+            keys = _join_keys(past_keys, keys, b, past, n, device)
         mask = masks.Mask(
             keys=keys,
             pairs=pairs,
@@ -561,6 +610,20 @@ class SelfAttention(nn.Module):
             f"hidden_size={self.hidden_size}, num_heads={self.num_heads}, "
             f"backend={self.backend!r}{causal}"
         )
+
+
+def _both(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
+    """Two bool masks as one (what both allow), either possibly None."""
+    if a is None or b is None:
+        return b if a is None else a
+    if a.shape[-1] != b.shape[-1]:  # a key mask of the new tokens, one of every key
+        short, long = (a, b) if a.shape[-1] < b.shape[-1] else (b, a)
+        past = long.shape[-1] - short.shape[-1]
+        short = torch.cat([long.new_ones(long.shape[0], past), short], dim=-1)
+        a, b = short, long
+    if a.dim() != b.dim():  # (b, i, j) and (b, h, i, j)
+        a, b = (a[:, None], b) if a.dim() < b.dim() else (a, b[:, None])
+    return a & b
 
 
 def _join_positions(past: torch.Tensor, new: torch.Tensor) -> torch.Tensor:

@@ -31,7 +31,13 @@ import torch
 from torch import nn
 
 from . import interop
-from .checks import check_bool, check_int, check_rate
+from .checks import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_no_removed_call,
+    check_rate,
+)
 from .attention import DisentangledSelfAttention
 from .config import AttentionConfig, resolve_config
 from .cache import KVCache
@@ -66,8 +72,22 @@ def _check_hidden_states(hidden_states: object, hidden_size: int) -> torch.Tenso
     return hidden_states
 
 
+#: The block's normalisation layers, by name.
+NORMS = ("layer", "rms")
+#: The feed-forward sub-layer's forms, by name: ``W_2 GELU(W_1 a)`` or SwiGLU's
+#: ``W_2 (SiLU(W_g a) * W_1 a)`` (Shazeer 2020).
+ACTIVATIONS = ("gelu", "swiglu")
+
+
+def _norm(kind: str, hidden_size: int, eps: float) -> nn.Module:
+    if kind == "layer":
+        return nn.LayerNorm(hidden_size, eps=eps)
+    return nn.RMSNorm(hidden_size, eps=eps)
+
+
 class EncoderLayer(nn.Module):
-    """The post-LayerNorm block of BERT and DeBERTa, around any self-attention.
+    """The block of BERT and DeBERTa (post-LayerNorm), or of a GPT-style decoder
+    (pre-norm), around any self-attention.
 
     ``attention`` is any module whose ``forward(hidden_states, attention_mask=None,
     **kwargs)`` returns the context ``(b, n, hidden)`` *before* an output
@@ -81,6 +101,16 @@ class EncoderLayer(nn.Module):
     With ``query_states`` ``x_q`` the attention gets ``query_states=x_q`` and the
     first residual is ``x_q + ...`` instead of ``x + ...``.
 
+    With ``norm_first=True`` each sub-layer normalises its input instead, and the
+    residual stream is never normalised (GPT-2, LLaMA; a stack ends with one more
+    norm, as ``relpos.Transformer`` does)::
+
+        a = x + dropout(W_o attention(attention_norm(x)))
+        y = a + dropout(output(GELU(intermediate(output_norm(a)))))
+
+    ``norm="rms"`` makes both norms ``nn.RMSNorm``; ``activation="swiglu"`` makes
+    the feed-forward ``output(SiLU(gate(a)) * intermediate(a))``.
+
     Keyword arguments given to ``forward`` beyond the mask go to the attention
     unchanged, so a scheme that needs extra input (a table, a bias, rotation
     angles) takes it there. GELU is the exact (erf) GELU that DeBERTa uses.
@@ -93,7 +123,11 @@ class EncoderLayer(nn.Module):
         hidden_size: model width; the attention must return this width.
         intermediate_size: width of the feed-forward sub-layer.
         dropout: dropout on both sub-layer outputs before the residual sum.
-        layer_norm_eps: epsilon of both LayerNorms (DeBERTa uses 1e-7).
+        layer_norm_eps: epsilon of both norms (DeBERTa uses 1e-7).
+        norm_first: normalise each sub-layer's input (pre-norm) instead of the
+            residual sum (post-norm, BERT's and DeBERTa's).
+        norm: ``"layer"`` (LayerNorm) or ``"rms"`` (RMSNorm).
+        activation: ``"gelu"`` or ``"swiglu"``.
 
     Shapes:
         hidden_states: ``(b, n, hidden)``
@@ -110,6 +144,9 @@ class EncoderLayer(nn.Module):
         *,
         dropout: float = 0.0,
         layer_norm_eps: float = 1e-7,
+        norm_first: bool = False,
+        norm: str = "layer",
+        activation: str = "gelu",
     ) -> None:
         super().__init__()
         if not isinstance(attention, nn.Module):
@@ -130,14 +167,19 @@ class EncoderLayer(nn.Module):
             )
         self.dropout_p = check_rate("dropout", dropout)
         self.layer_norm_eps = _check_eps(layer_norm_eps)
+        self.norm_first = check_bool("norm_first", norm_first)
+        self.norm = check_choice("norm", norm, NORMS)
+        self.activation_name = check_choice("activation", activation, ACTIVATIONS)
 
         self.attention = attention
         self.attention_output = nn.Linear(hidden_size, hidden_size)
-        self.attention_norm = nn.LayerNorm(hidden_size, eps=self.layer_norm_eps)
+        self.attention_norm = _norm(norm, hidden_size, self.layer_norm_eps)
         self.intermediate = nn.Linear(hidden_size, intermediate_size)
-        self.activation = nn.GELU()
+        swiglu = activation == "swiglu"
+        self.gate = nn.Linear(hidden_size, intermediate_size) if swiglu else None
+        self.activation = nn.GELU() if activation == "gelu" else nn.SiLU()
         self.output = nn.Linear(intermediate_size, hidden_size)
-        self.output_norm = nn.LayerNorm(hidden_size, eps=self.layer_norm_eps)
+        self.output_norm = _norm(norm, hidden_size, self.layer_norm_eps)
         self.dropout = nn.Dropout(self.dropout_p)
 
     def forward(
@@ -149,12 +191,15 @@ class EncoderLayer(nn.Module):
         positions: torch.Tensor | None = None,
         document_ids: torch.Tensor | None = None,
         cache: KVCache | None = None,
+        key_padding_mask: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
         **attention_kwargs: Any,
     ) -> torch.Tensor:
         """Attention, then feed-forward, each with a residual sum and a LayerNorm.
 
         ``query_states`` (default ``hidden_states``): the queries' input and the
-        first residual; keys and values come from ``hidden_states``. The mask,
+        first residual; keys and values come from ``hidden_states``. The masks
+        (``key_padding_mask`` and ``attn_mask`` in torch's conventions),
         ``positions``, ``document_ids`` and ``cache`` are read as by
         ``relpos.SelfAttention``.
 
@@ -169,6 +214,7 @@ class EncoderLayer(nn.Module):
             prepared = self.attention.prepare(
                 hidden_states, attention_mask, positions=positions,
                 document_ids=document_ids, cache=cache,
+                key_padding_mask=key_padding_mask, attn_mask=attn_mask,
             )
             self._check_attention_kwargs(attention_kwargs, hidden_states)
             out = self._forward(
@@ -176,12 +222,16 @@ class EncoderLayer(nn.Module):
             )
             self.attention.finish(prepared)
             return out
-        extra = dict(positions=positions, document_ids=document_ids, cache=cache)
+        extra = dict(
+            positions=positions, document_ids=document_ids, cache=cache,
+            key_padding_mask=key_padding_mask, attn_mask=attn_mask,
+        )
         attention_kwargs.update({k: v for k, v in extra.items() if v is not None})
-        if query_states is not None:
-            attention_kwargs["query_states"] = query_states
+        states, queries = self._attention_inputs(hidden_states, query_states)
+        if queries is not None:
+            attention_kwargs["query_states"] = queries
         context = self.attention(
-            hidden_states, attention_mask=attention_mask, **attention_kwargs
+            states, attention_mask=attention_mask, **attention_kwargs
         )  # (b, n, hidden)
         if not isinstance(context, torch.Tensor):
             raise TypeError(
@@ -230,11 +280,38 @@ class EncoderLayer(nn.Module):
         if hasattr(self.attention, "table_or"):
             table = attention_kwargs.pop("rel_embeddings", None)
             attention_kwargs["rel_embeddings"] = self.attention.table_or(table)
+        states, queries = self._attention_inputs(hidden_states, query_states)
         context = self.attention._attend(
-            hidden_states, prepared, query_states=query_states, **attention_kwargs
+            states, prepared, query_states=queries, **attention_kwargs
         )  # (b, n, hidden)
         residual = hidden_states if query_states is None else query_states
         return self._block(residual, context)
+
+    def _attention_inputs(
+        self, hidden_states: torch.Tensor, query_states: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """What the attention reads: the states as given, or normalised (pre-norm).
+
+        Shapes:
+            hidden_states, query_states: ``(b, n, hidden)``; output: the same
+        """
+        if not self.norm_first:
+            return hidden_states, query_states
+        queries = None if query_states is None else self.attention_norm(query_states)
+        return self.attention_norm(hidden_states), queries
+
+    def feed_forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The feed-forward sub-layer without its residual: GELU or SwiGLU.
+
+        Shapes:
+            x: ``(b, n, hidden)``; output: ``(b, n, hidden)``
+        """
+        inner = self.intermediate(x)  # (b, n, f)
+        if self.gate is None:
+            inner = self.activation(inner)
+        else:
+            inner = self.activation(self.gate(x)) * inner  # (b, n, f)
+        return self.output(inner)  # (b, n, hidden)
 
     def _block(self, residual: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
         """Both sub-layers after the attention: ``residual`` is the first residual.
@@ -242,18 +319,21 @@ class EncoderLayer(nn.Module):
         Shapes:
             residual, context: ``(b, n, hidden)``; output: ``(b, n, hidden)``
         """
-        attended = self.attention_norm(
-            residual + self.dropout(self.attention_output(context))
-        )  # (b, n, hidden)
-        inner = self.activation(self.intermediate(attended))  # (b, n, f)
-        out = self.output_norm(attended + self.dropout(self.output(inner)))
+        attended = residual + self.dropout(self.attention_output(context))
+        if self.norm_first:
+            fed = self.feed_forward(self.output_norm(attended))  # (b, n, hidden)
+            return attended + self.dropout(fed)
+        attended = self.attention_norm(attended)  # (b, n, hidden)
+        out = self.output_norm(attended + self.dropout(self.feed_forward(attended)))
         return out  # (b, n, hidden)
 
     def extra_repr(self) -> str:
         return (
             f"hidden_size={self.hidden_size}, "
             f"intermediate_size={self.intermediate_size}, "
-            f"dropout={self.dropout_p}, layer_norm_eps={self.layer_norm_eps}"
+            f"dropout={self.dropout_p}, layer_norm_eps={self.layer_norm_eps}, "
+            f"norm_first={self.norm_first}, norm={self.norm!r}, "
+            f"activation={self.activation_name!r}"
         )
 
 
@@ -340,13 +420,15 @@ class DisentangledEncoderLayer(EncoderLayer):
     def forward(  # type: ignore[override]
         self,
         hidden_states: torch.Tensor,
-        *args: Any,
-        rel_embeddings: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
+        *removed: Any,
+        rel_embeddings: torch.Tensor | None = None,
         query_states: torch.Tensor | None = None,
         positions: torch.Tensor | None = None,
         document_ids: torch.Tensor | None = None,
         cache: KVCache | None = None,
+        key_padding_mask: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """One DeBERTa layer: ``layer(hidden_states, attention_mask=None, *, ...)``.
 
@@ -354,22 +436,22 @@ class DisentangledEncoderLayer(EncoderLayer):
         ``query_states`` this is ``transformers``' ``DebertaV2Layer`` with
         ``query_states``: queries and the first residual from ``query_states``,
         keys and values from ``hidden_states`` (the enhanced mask decoder's step).
-        relpos 0.2's ``layer(hidden_states, rel_embeddings, attention_mask)``
-        still works and warns (``DeprecationWarning``).
+        The second positional argument is always the mask; relpos 0.2's
+        ``layer(hidden_states, rel_embeddings, attention_mask)`` was removed in 0.4
+        (a ``TypeError`` naming ``rel_embeddings=``).
 
         Shapes:
             hidden_states: ``(b, n, hidden)``; rel_embeddings: ``(2 * span, hidden)``
             attention_mask: ``(b, n)``; query_states: ``(b, n, hidden)``
             output: ``(b, n, hidden)``
         """
+        check_no_removed_call(type(self).__name__, removed)
         _check_hidden_states(hidden_states, self.hidden_size)
-        rel_embeddings, attention_mask = self.attention._old_call(
-            args, hidden_states, rel_embeddings, attention_mask
-        )
         extra = {} if rel_embeddings is None else {"rel_embeddings": rel_embeddings}
         return super().forward(
             hidden_states, attention_mask, query_states=query_states,
-            positions=positions, document_ids=document_ids, cache=cache, **extra,
+            positions=positions, document_ids=document_ids, cache=cache,
+            key_padding_mask=key_padding_mask, attn_mask=attn_mask, **extra,
         )
 
 
@@ -490,10 +572,12 @@ class DisentangledEncoder(nn.Module):
         positions: torch.Tensor | None = None,
         document_ids: torch.Tensor | None = None,
         cache: KVCache | None = None,
+        key_padding_mask: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Run every layer in turn; each gets its own dropout of the shared table.
 
-        The mask, ``positions``, ``document_ids`` and ``cache`` are read once, as
+        The masks, ``positions``, ``document_ids`` and ``cache`` are read once, as
         by ``relpos.SelfAttention`` (a cache needs ``causal=True``).
 
         Shapes:
@@ -504,6 +588,7 @@ class DisentangledEncoder(nn.Module):
         return self.run_layers(
             hidden_states, attention_mask, self.layers,
             positions=positions, document_ids=document_ids, cache=cache,
+            key_padding_mask=key_padding_mask, attn_mask=attn_mask,
         )
 
     def run_layers(
@@ -516,6 +601,8 @@ class DisentangledEncoder(nn.Module):
         document_ids: torch.Tensor | None = None,
         cache: KVCache | None = None,
         query_states: torch.Tensor | None = None,
+        key_padding_mask: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Check the input once, then run ``layers`` (some of ``self.layers``) in turn.
 
@@ -532,6 +619,7 @@ class DisentangledEncoder(nn.Module):
         prepared = first.prepare(
             hidden_states, attention_mask, positions=positions,
             document_ids=document_ids, cache=cache,
+            key_padding_mask=key_padding_mask, attn_mask=attn_mask,
         )
         table = self.rel_embeddings()  # (r, hidden)
         first.check_table(table, hidden_states)
@@ -571,4 +659,10 @@ class DisentangledEncoder(nn.Module):
         return interop.to_transformers(self)
 
 
-__all__ = ["EncoderLayer", "DisentangledEncoderLayer", "DisentangledEncoder"]
+__all__ = [
+    "ACTIVATIONS",
+    "NORMS",
+    "EncoderLayer",
+    "DisentangledEncoderLayer",
+    "DisentangledEncoder",
+]

@@ -451,7 +451,18 @@ def _encoder_config(encoder: nn.Module, embeddings: nn.Module | None) -> dict[st
             "causal=True: transformers' DeBERTa-v2 attention is bidirectional and "
             "has no causal setting"
         )
+    if config.num_kv_heads not in (None, config.num_heads):
+        raise ValueError(
+            f"num_kv_heads={config.num_kv_heads}: transformers' DeBERTa-v2 has one "
+            "key/value head per attention head"
+        )
     for layer in layers:
+        if layer.norm_first or layer.norm != "layer" or layer.gate is not None:
+            raise ValueError(
+                f"norm_first={layer.norm_first}, norm={layer.norm!r}, "
+                f"activation={layer.activation_name!r}: transformers' DeBERTa-v2 "
+                "layer is post-LayerNorm with GELU"
+            )
         act = layer.activation
         if not isinstance(act, nn.GELU) or act.approximate != "none":
             raise ValueError(

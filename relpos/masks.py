@@ -19,15 +19,26 @@ accepts these, and refuses anything else with an error that names them:
 "Large negative" is any value ``<= -1e4`` (``-1e4``, ``-1e9``, the dtype's minimum
 and ``-inf`` all qualify). The 4-D float masks are additive, as ``transformers``
 writes them (``0`` attend, the dtype's minimum masked); a 4-D integer mask is
-refused (``0`` would mean "attend" there and "padding" in the 2-D form). A float
-mask of 2 or 3 dimensions that holds only zeros is refused too: in the 0/1
-convention it masks everything, in the additive one nothing.
+refused (``0`` would mean "attend" there and "padding" in the 2-D form).
+
+A float mask of 2 or 3 dimensions is 0/1 when it holds a positive value and
+additive otherwise. So a float mask of zeros alone means "no padding": it is
+what ``transformers``' additive mask is for a batch without padding, while the
+0/1 reading, "every token is padding", describes no batch worth attending over.
+
+Two conventions cannot be told from the values, so each has a keyword of its
+own (``read_key_padding_mask``, ``read_attn_mask``): ``nn.MultiheadAttention``'s
+``key_padding_mask`` ``(b, n)`` (bool: True for *padding*) and
+``nn.Transformer``'s ``attn_mask`` ``(n, n)`` or ``(b * h, n, n)`` (bool: True
+where attention is *not* allowed); either may be additive float instead. A
+square ``(n, n)`` mask passed as ``attention_mask`` is read as ``(b, n)`` when
+``b == n``: pass it as ``attn_mask=``.
 
 The checks read the mask's values once, at the edge. They are skipped under
 ``torch.compile`` and ``torch.export`` (where reading a value would break the
 graph) and ``torch.jit.trace`` (which would keep the value read); the reading
-itself is branch-free and gives the same answer for every valid mask: a
-float mask is additive when it holds a negative value, else 0/1.
+itself is branch-free and gives the same answer for every valid mask, eager
+or compiled.
 
 Document ids ``(b, n)`` (``document_mask``) forbid attention across documents
 packed into one row; they combine with any mask above.
@@ -70,7 +81,7 @@ class Mask(NamedTuple):
     itself.
 
     Shapes:
-        keys: ``(b, j)`` bool; pairs: ``(b, i, j)`` bool
+        keys: ``(b, j)`` bool; pairs: ``(b, i, j)`` or per head ``(b, h, i, j)`` bool
         query_documents: ``(b, i)``; key_documents: ``(b, j)`` integers
     """
 
@@ -92,13 +103,15 @@ class Mask(NamedTuple):
         """Every pair that may be read apart from the causal rule, or None if all.
 
         Shapes:
-            output: ``(b or 1, 1, i, j)`` bool, or None
+            output: ``(b or 1, 1 or h, i, j)`` bool, or None
         """
         allowed = None
         if self.keys is not None:
             allowed = self.keys[:, None, None, :]  # (b, 1, 1, j)
         if self.pairs is not None:
-            pairs = self.pairs[:, None]  # (b, 1, i, j)
+            pairs = self.pairs
+            if pairs.dim() == 3:
+                pairs = pairs[:, None]  # (b, 1, i, j)
             allowed = pairs if allowed is None else allowed & pairs
         if self.query_documents is not None:
             same = (
@@ -165,26 +178,23 @@ def apply(logits: torch.Tensor, mask: Mask | None) -> torch.Tensor:
 def _keep_from_numbers(mask: torch.Tensor, name: str, check: bool) -> torch.Tensor:
     """A 0/1 or additive (2-D or 3-D) mask as bool "may attend"."""
     if mask.is_floating_point():
-        negative = mask < 0
-        additive = negative.any()
+        ones = (mask > 0).any()  # 0/1; otherwise additive (zeros alone: no padding)
         if check:
-            masked = mask <= ADDITIVE_MASKED
-            if bool(additive):
-                if not bool((masked | (mask == 0)).all()):
-                    _refuse(name, mask, "an additive mask holds 0 and values <= -1e4")
-            elif not bool(((mask == 0) | (mask == 1)).all()):
-                _refuse(name, mask, "a 0/1 mask holds 0 and 1 only")
-            elif mask.numel() and not bool((mask == 1).any()):
-                raise ValueError(
-                    f"{name} holds only zeros, which the 0/1 convention reads as "
-                    "'all padding' and the additive one as 'no padding'; pass a bool "
-                    "mask (True: attend) to say which"
-                )
-        # Branch-free: additive -> keep the zeros; 0/1 -> keep the nonzeros.
-        return torch.where(additive, mask == 0, mask != 0)
+            if bool(ones):
+                if not bool(((mask == 0) | (mask == 1)).all()):
+                    _refuse(name, mask, "a 0/1 mask holds 0 and 1 only")
+            else:
+                _check_additive(name, mask)
+        # Branch-free: 0/1 -> keep the nonzeros; additive -> keep the zeros.
+        return torch.where(ones, mask != 0, mask == 0)
     if check and not bool(((mask == 0) | (mask == 1)).all()):
         _refuse(name, mask, "an integer mask holds 0 and 1 only")
     return mask != 0
+
+
+def _check_additive(name: str, mask: torch.Tensor) -> None:
+    if not bool(((mask == 0) | (mask <= ADDITIVE_MASKED)).all()):
+        _refuse(name, mask, "an additive mask holds 0 and values <= -1e4")
 
 
 def _keep_from_extended(mask: torch.Tensor, name: str, check: bool) -> torch.Tensor:
@@ -192,6 +202,89 @@ def _keep_from_extended(mask: torch.Tensor, name: str, check: bool) -> torch.Ten
     if check and not bool(((mask == 0) | (mask <= ADDITIVE_MASKED)).all()):
         _refuse(name, mask, "a 4-D float mask is additive: 0 and values <= -1e4")
     return mask == 0
+
+
+def _keep_from_torch(mask: object, name: str, device: torch.device) -> torch.Tensor:
+    """A mask in torch's own convention (bool True: *not* allowed; float additive)
+    as bool "may attend"."""
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(
+            f"{name} must be a bool tensor (True: masked) or an additive float one, "
+            f"as in torch.nn.MultiheadAttention; got {type(mask).__name__}"
+        )
+    mask = mask.to(device=device)
+    if mask.dtype == torch.bool:
+        return ~mask
+    if not mask.is_floating_point():
+        raise TypeError(
+            f"{name} must be bool (True: masked) or additive float, as in "
+            f"torch.nn.MultiheadAttention; got {mask.dtype}"
+        )
+    if not (torch.compiler.is_compiling() or torch.jit.is_tracing()):
+        _check_additive(name, mask)
+    return mask == 0
+
+
+def read_key_padding_mask(
+    key_padding_mask: object,
+    batch: int,
+    key_lens: tuple[int, ...],
+    device: torch.device,
+) -> torch.Tensor | None:
+    """``nn.MultiheadAttention``'s ``key_padding_mask`` as a bool key mask.
+
+    Bool: True for a *padding* key (the opposite of relpos's bool masks); float:
+    additive (0 for a token, ``<= -1e4`` or ``-inf`` for padding). Its length is
+    one of ``key_lens`` (with a cache: the new tokens', or every key's).
+
+    Shapes:
+        key_padding_mask: ``(b, j)``; output: ``(b, j)`` bool, True = attend
+    """
+    if key_padding_mask is None:
+        return None
+    name = "key_padding_mask"
+    keep = _keep_from_torch(key_padding_mask, name, device)
+    if keep.dim() != 2 or keep.shape[0] != batch or keep.shape[1] not in key_lens:
+        lens = " or ".join(str(n) for n in key_lens)
+        raise ValueError(
+            f"{name} must have shape (b, j) with b = {batch} and j = {lens}, "
+            f"got {tuple(key_padding_mask.shape)}"
+        )
+    return keep
+
+
+def read_attn_mask(
+    attn_mask: object,
+    batch: int,
+    heads: int,
+    query_len: int,
+    key_len: int,
+    device: torch.device,
+) -> torch.Tensor | None:
+    """``nn.Transformer``'s ``attn_mask`` as a bool pair mask, per head if given so.
+
+    Bool: True where attention is *not* allowed; float: additive (0 attend,
+    ``<= -1e4`` or ``-inf`` masked; a mask, not a bias). ``(i, j)`` holds for
+    every sequence and head, ``(b * h, i, j)`` per sequence and head (torch's
+    layout: sequence-major).
+
+    Shapes:
+        attn_mask: ``(i, j)`` or ``(b * h, i, j)``
+        output: ``(b, i, j)`` or ``(b, h, i, j)`` bool, True = attend
+    """
+    if attn_mask is None:
+        return None
+    name = "attn_mask"
+    keep = _keep_from_torch(attn_mask, name, device)
+    shape = tuple(keep.shape)
+    if shape == (query_len, key_len):
+        return keep.expand(batch, query_len, key_len)  # (b, i, j)
+    if shape == (batch * heads, query_len, key_len):
+        return keep.unflatten(0, (batch, heads))  # (b, h, i, j)
+    raise ValueError(
+        f"{name} must have shape (i, j) = {(query_len, key_len)} or "
+        f"(b * h, i, j) = {(batch * heads, query_len, key_len)}, got {shape}"
+    )
 
 
 def _refuse(name: str, mask: torch.Tensor, rule: str) -> None:
@@ -287,6 +380,8 @@ __all__ = [
     "Mask",
     "apply",
     "future_keys",
+    "read_attn_mask",
     "read_documents",
+    "read_key_padding_mask",
     "read_mask",
 ]

@@ -73,7 +73,7 @@ def max_error_vs_reference(
     mask = padding_mask(n) if masked else torch.ones(3, n, dtype=torch.long)
     expected = reference_forward(ref, x, table, mask)
     with torch.no_grad():
-        out = ours(x, table, mask if masked else None)
+        out = ours(x, mask if masked else None, rel_embeddings=table)
     assert out.shape == (3, n, hidden)
     assert out.dtype == dtype
     keep = mask.bool()
@@ -168,9 +168,9 @@ def test_naive_gather_flex_agree(span, pos_att_type, share_att_key, n) -> None:
     x, table = random_inputs(3, n, 32, naive.span, seed=7)
     mask = padding_mask(n)
     with torch.no_grad():
-        out_naive = naive(x, table, mask)
-        out_gather = gather(x, table, mask)
-        out_flex = flex(x, table, mask)
+        out_naive = naive(x, mask, rel_embeddings=table)
+        out_gather = gather(x, mask, rel_embeddings=table)
+        out_flex = flex(x, mask, rel_embeddings=table)
     keep = mask.bool()
     torch.testing.assert_close(out_gather[keep], out_naive[keep], atol=1e-5, rtol=0)
     torch.testing.assert_close(out_flex[keep], out_gather[keep], atol=1e-5, rtol=0)
@@ -190,7 +190,9 @@ def test_naive_equals_gather_float64_tight(span: str, pos_att_type: tuple[str, .
     mask = padding_mask(40)
     with torch.no_grad():
         keep = mask.bool()
-        torch.testing.assert_close(gather(x, table, mask)[keep], naive(x, table, mask)[keep], atol=1e-12, rtol=0)
+        got = gather(x, mask, rel_embeddings=table)[keep]
+        expected = naive(x, mask, rel_embeddings=table)[keep]
+        torch.testing.assert_close(got, expected, atol=1e-12, rtol=0)
 
 
 # -- padding: relative positions make the real tokens independent of it -------------
@@ -209,10 +211,10 @@ def test_padding_does_not_change_real_tokens(backend: str, span: str, n: int) ->
     x, table = random_inputs(3, n, 32, module.span, seed=11)
     mask = padding_mask(n)
     with torch.no_grad():
-        batched = module(x, table, mask)
+        batched = module(x, mask, rel_embeddings=table)
         for row in (1, 2):
             keep = mask[row].bool()
-            alone = module(x[row, keep][None], table)[0]
+            alone = module(x[row, keep][None], rel_embeddings=table)[0]
             torch.testing.assert_close(batched[row, keep], alone, atol=1e-5, rtol=0)
 
 

@@ -47,14 +47,15 @@ def test_builtin_backends_are_registered():
     x, table = torch.randn(2, 6, 16), torch.randn(8, 16)
     reference = DisentangledSelfAttention(16, 2, max_relative_positions=4).eval()
     with torch.no_grad():
-        expected = reference(x, table)
+        expected = reference(x, rel_embeddings=table)
         for name in ("naive", "gather", "flex"):
             assert name in BACKENDS
             module = DisentangledSelfAttention(
                 16, 2, max_relative_positions=4, backend=name
             ).eval()
             module.load_state_dict(reference.state_dict())
-            torch.testing.assert_close(module(x, table), expected, atol=1e-5, rtol=0)
+            got = module(x, rel_embeddings=table)
+            torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
     assert "fast" not in BACKENDS and 3 not in BACKENDS
     with pytest.raises(ValueError, match="backend"):
         DisentangledSelfAttention(16, 2, backend="fast")
@@ -77,12 +78,14 @@ def test_a_new_backend_is_one_function_and_one_call(registry):
     gather = DisentangledSelfAttention(16, 2, max_relative_positions=4)
     x, table = torch.randn(2, 5, 16), torch.randn(8, 16)
     mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
-    torch.testing.assert_close(mine(x, table, mask), 2 * gather(x, table, mask))
+    torch.testing.assert_close(
+        mine(x, mask, rel_embeddings=table), 2 * gather(x, mask, rel_embeddings=table)
+    )
     assert calls == [((2, 2, 5, 8), True, True, mine.scale)]
     # The same name works in the encoder, and the scores fall back to gather's.
     encoder = DisentangledEncoder(1, 16, 2, 32, max_relative_positions=4, backend="doubled")
     assert encoder(x, mask).shape == (2, 5, 16)
-    _, scores = mine(x, table, return_scores=True)
+    _, scores = mine(x, return_scores=True, rel_embeddings=table)
     assert isinstance(scores, relpos.AttentionScores)
 
 

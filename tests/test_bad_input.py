@@ -187,7 +187,7 @@ def test_flex_refuses_dropout_in_training() -> None:
     module = DisentangledSelfAttention(32, 4, max_relative_positions=8, dropout=0.1, backend="flex").train()
     x, table = random_inputs(3, 5, 32, 8)
     with pytest.raises(ValueError, match="dropout"):
-        module(x, table)
+        module(x, rel_embeddings=table)
 
 
 # -- attention: forward ------------------------------------------------------------
@@ -214,21 +214,24 @@ def test_hidden_states_must_be_a_float_tensor(module) -> None:
 @pytest.mark.parametrize("shape", [(15, 32), (8, 32), (32, 16), (16, 31), (16,), (1, 16, 32)])
 def test_rel_embeddings_shape_is_checked(module, shape) -> None:
     with pytest.raises(ValueError, match="rel_embeddings"):
-        module(torch.randn(2, 5, 32), torch.randn(shape))
+        module(torch.randn(2, 5, 32), rel_embeddings=torch.randn(shape))
 
 
 def test_rel_embeddings_follow_the_bucket_span() -> None:
     # With buckets the table has 2 * position_buckets rows, not 2 * max_relative_positions.
     bucketed = make_module("gather", max_relative_positions=64, position_buckets=16)
     with pytest.raises(ValueError, match="rel_embeddings"):
-        bucketed(torch.randn(2, 5, 32), torch.randn(128, 32))
-    assert bucketed(torch.randn(2, 5, 32), torch.randn(32, 32)).shape == (2, 5, 32)
+        bucketed(torch.randn(2, 5, 32), rel_embeddings=torch.randn(128, 32))
+    out = bucketed(torch.randn(2, 5, 32), rel_embeddings=torch.randn(32, 32))
+    assert out.shape == (2, 5, 32)
 
 
 @pytest.mark.parametrize("shape", [(2, 4), (1, 5), (5,), (2, 1, 5, 5), (2, 1, 1, 5), (5, 2)])
 def test_attention_mask_shape_is_checked(module, shape) -> None:
     with pytest.raises(ValueError, match="attention_mask"):
-        module(torch.randn(2, 5, 32), torch.randn(16, 32), torch.ones(shape))
+        module(
+            torch.randn(2, 5, 32), torch.ones(shape), rel_embeddings=torch.randn(16, 32)
+        )
 
 
 def test_from_transformers_rejects_other_modules() -> None:
@@ -254,11 +257,12 @@ def test_empty_sequence_gives_empty_output(backend: str, with_mask: bool) -> Non
     module = make_module(backend)
     x = torch.randn(2, 0, 32)
     mask = torch.ones(2, 0, dtype=torch.long) if with_mask else None
-    out = module(x, torch.randn(16, 32), mask)  # grad enabled, as in a training step
+    table = torch.randn(16, 32)
+    out = module(x, mask, rel_embeddings=table)  # grad enabled, as in a training step
     assert out.shape == (2, 0, 32)
     with torch.no_grad():
-        assert module(x, torch.randn(16, 32), mask).shape == (2, 0, 32)
-    out, scores = module(x, torch.randn(16, 32), mask, return_scores=True)
+        assert module(x, mask, rel_embeddings=table).shape == (2, 0, 32)
+    out, scores = module(x, mask, rel_embeddings=table, return_scores=True)
     assert out.shape == (2, 0, 32)
     assert scores.probs.shape == (2, 4, 0, 0)
 
@@ -270,13 +274,13 @@ def test_fully_padded_sequence_is_finite(backend: str) -> None:
     mask = padding_mask(5)
     mask[1] = 0  # one sequence entirely padding
     with torch.no_grad():
-        out = module(x, table, mask)
+        out = module(x, mask, rel_embeddings=table)
     assert out.shape == (3, 5, 32)
     assert torch.isfinite(out).all()
     # The other sequences are unaffected by it.
     reference = with_backend(module, "naive")
     with torch.no_grad():
-        expected = reference(x, table, padding_mask(5))
+        expected = reference(x, padding_mask(5), rel_embeddings=table)
     keep = padding_mask(5).bool()
     keep[1] = False
     torch.testing.assert_close(out[keep], expected[keep], atol=1e-5, rtol=0)
@@ -287,9 +291,10 @@ def test_fully_padded_batch_attends_uniformly(backend: str) -> None:
     module = make_module(backend)
     x, table = random_inputs(3, 5, 32, 8, seed=22)
     with torch.no_grad():
-        out = module(x, table, torch.zeros(3, 5, dtype=torch.long))
+        out = module(x, torch.zeros(3, 5, dtype=torch.long), rel_embeddings=table)
         out_scores, scores = module(
-            x, table, torch.zeros(3, 5, dtype=torch.bool), return_scores=True
+            x, torch.zeros(3, 5, dtype=torch.bool), rel_embeddings=table,
+            return_scores=True,
         )
     # relpos.masked_softmax: a query whose keys are all padding gets uniform weights,
     # so every query's context is the mean of the values (per batch, the same for all).
@@ -315,7 +320,7 @@ def test_sequence_far_longer_than_span_is_clipped() -> None:
     outs = {}
     with torch.no_grad():
         for backend in BACKENDS:
-            outs[backend] = with_backend(naive, backend)(x, table, mask)
+            outs[backend] = with_backend(naive, backend)(x, mask, rel_embeddings=table)
             assert outs[backend].shape == (2, n, 32)
             assert torch.isfinite(outs[backend]).all()
     keep = mask.bool()
@@ -332,7 +337,7 @@ def test_forward_does_not_change_its_inputs(backend: str, return_scores: bool, g
     for mask in (padding_mask(5), padding_mask(5, dtype=torch.float32), padding_mask(5).bool()):
         before = (x.clone(), table.clone(), mask.clone())
         with torch.set_grad_enabled(grad):
-            module(x, table, mask, return_scores=return_scores)
+            module(x, mask, return_scores=return_scores, rel_embeddings=table)
         for tensor, saved in zip((x, table, mask), before):
             assert tensor.dtype == saved.dtype
             assert torch.equal(tensor, saved)
@@ -345,8 +350,8 @@ def test_return_scores_terms_sum_to_logits(backend: str, pos_att_type: tuple[str
     x, table = random_inputs(3, 6, 32, 8, torch.float64, seed=25)
     mask = padding_mask(6)
     with torch.no_grad():
-        context, scores = module(x, table, mask, return_scores=True)
-        plain = module(x, table, mask)
+        context, scores = module(x, mask, return_scores=True, rel_embeddings=table)
+        plain = module(x, mask, rel_embeddings=table)
 
         # Recompute every term independently from the projections.
         query = module.split_heads(module.query_proj(x))  # (b, h, i, d)
@@ -395,14 +400,14 @@ def test_dtype_mismatches_name_the_argument() -> None:
     module = make_module("gather")  # float32 weights
     x, table = torch.randn(2, 5, 32), torch.randn(16, 32)
     with pytest.raises(TypeError, match="hidden_states"):
-        module(x.double(), table.double())
+        module(x.double(), rel_embeddings=table.double())
     with pytest.raises(TypeError, match="rel_embeddings"):
-        module(x, table.double())
+        module(x, rel_embeddings=table.double())
     # A mask may be bool, integer or float; its dtype never meets the weights.
     for mask in (torch.ones(2, 5, dtype=torch.bool), torch.ones(2, 5), torch.ones(2, 5).long()):
-        assert module(x, table, mask).dtype == torch.float32
+        assert module(x, mask, rel_embeddings=table).dtype == torch.float32
     with pytest.raises(TypeError, match="attention_mask"):
-        module(x, table, torch.ones(2, 5, dtype=torch.complex64))
+        module(x, torch.ones(2, 5, dtype=torch.complex64), rel_embeddings=table)
     encoder = relpos.DisentangledEncoder(1, 32, 4, 64, max_relative_positions=8)
     with pytest.raises(TypeError, match="hidden_states"):
         encoder(x.double())

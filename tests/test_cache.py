@@ -145,6 +145,79 @@ def test_an_encoder_layer_around_a_scheme_decodes_with_a_cache(name, backend):
     torch.testing.assert_close(got[mask], full[mask], **tolerance(x.dtype))
 
 
+def hand_made_stack(name: str, backend: str, numbered: bool) -> nn.ModuleList:
+    """Two ``EncoderLayer``s around ``name``'s attention, stacked by hand."""
+    torch.manual_seed(0)
+    layers = nn.ModuleList(
+        relpos.EncoderLayer(MODULES[name](backend=backend, causal=True), HIDDEN, 32)
+        for _ in range(2)
+    )
+    if numbered:
+        for index, layer in enumerate(layers):
+            layer.attention.cache_index = index
+    spread(layers)
+    return layers.double().eval()
+
+
+class Stack(nn.Module):
+    """Calls each layer in turn with the same arguments (a hand-made stack)."""
+
+    def __init__(self, layers: nn.ModuleList) -> None:
+        super().__init__()
+        self.layers = layers
+
+    def forward(self, x, mask=None, **kwargs):
+        for layer in self.layers:
+            x = layer(x, mask, **kwargs)  # (b, n, hidden)
+        return x
+
+
+@pytest.mark.parametrize("name, backend", GRID)
+def test_layers_stacked_by_hand_share_one_cache_only_when_numbered(name, backend):
+    x = states()
+    mask, positions = left_padding()
+    # Unnumbered, every layer would write entry 0 and read the other's keys:
+    # refused at the second layer of the first step, never misread.
+    stack = Stack(hand_made_stack(name, backend, numbered=False))
+    with pytest.raises(ValueError, match="two attention modules write cache entry 0"):
+        decode(stack, x, SCHEDULES["singles"], relpos.KVCache(), mask,
+               positions=positions)
+    # Numbered, the layers called one by one with one cache equal the full forward.
+    stack = Stack(hand_made_stack(name, backend, numbered=True))
+    full = call(stack, x, mask, positions=positions)
+    cache = relpos.KVCache()
+    got = decode(stack, x, SCHEDULES["singles"], cache, mask, positions=positions)
+    torch.testing.assert_close(got[mask], full[mask], **tolerance(x.dtype))
+    assert sorted(cache._layers) == [0, 1]
+    assert torch.equal(cache.positions, positions)
+
+
+def test_a_layer_out_of_step_with_its_stack_is_refused():
+    layers = hand_made_stack("t5", "gather", numbered=True)
+    x = states()
+    cache = relpos.KVCache()
+    with torch.no_grad():
+        Stack(layers)(x[:, :5], cache=cache)
+        layers[0](x[:, 5:6], cache=cache)  # layer 1 skips this step
+        with pytest.raises(ValueError, match="must each run once per step"):
+            layers[1](layers[0](x[:, 6:7], cache=cache), cache=cache)
+    # A module given a prepared call for other cached keys is refused too.
+    first, second = (layer.attention for layer in layers)
+    cache = relpos.KVCache()
+    with torch.no_grad():
+        Stack(layers)(x[:, :5], cache=cache)
+        layers[0](x[:, 5:6], cache=cache)
+        prepared = first.prepare(x[:, 6:7], cache=cache)  # 6 cached positions
+        with pytest.raises(ValueError, match="prepared for 6"):
+            second._attend(x[:, 6:7], prepared)  # entry 1 holds 5 keys
+    # reset forgets the writers: another stack may use the cache afterwards.
+    cache.reset()
+    other = Stack(hand_made_stack("t5", "gather", numbered=True))
+    with torch.no_grad():
+        other(x[:, :5], cache=cache)
+    assert cache.length == 5
+
+
 def causal_encoder(backend: str, buckets: int = -1) -> relpos.DisentangledEncoder:
     torch.manual_seed(0)
     encoder = relpos.DisentangledEncoder(

@@ -6,12 +6,15 @@
   an external one is passed as ``rel_embeddings=`` (a tensor or the
   ``RelativePositionEmbedding`` itself); a module without a table says what to
   pass.
-- relpos 0.2's ``attn(x, table, mask)`` gives the same output and a
-  ``DeprecationWarning``.
+- relpos 0.2's ``attn(x, table, mask)`` was removed in 0.4: a ``TypeError``
+  that names the new call; the second positional argument is always the mask,
+  even when it has the table's shape and dtype.
 - Errors name the public argument, never an internal method.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import pytest
 import torch
@@ -72,28 +75,67 @@ def test_deberta_owns_a_table_of_the_right_size():
     assert (own - other).abs().max() > 1e-3  # the table is read
 
 
-def test_the_old_call_still_works_and_warns():
+def test_the_old_call_is_a_type_error_that_names_the_new_call():
     torch.manual_seed(0)
     attention = relpos.DisentangledSelfAttention(
         HIDDEN, HEADS, max_relative_positions=4, own_table=False
     ).double().eval()
+    layer = relpos.DisentangledEncoderLayer(
+        HIDDEN, HEADS, 32, max_relative_positions=4, own_table=False
+    ).double().eval()
     x, mask = _inputs()
     table = torch.randn(8, HIDDEN, dtype=torch.float64)
+    new_call = r"removed in 0\.4; write module\(hidden_states, attention_mask, " \
+        r"rel_embeddings=table\)"
+    for module in (attention, layer):
+        with pytest.raises(TypeError, match=new_call):
+            module(x, table, mask)
+        with pytest.raises(TypeError, match=new_call):
+            module(x, mask, table)
+        with pytest.raises(TypeError, match=new_call):
+            module(x, table, None)
+
+
+def test_the_second_positional_argument_is_always_the_mask():
+    # b = 2k and n = hidden: a (b, n) mask has the table's shape (2k, hidden).
+    torch.manual_seed(0)
+    attention = relpos.DisentangledSelfAttention(
+        HIDDEN, HEADS, max_relative_positions=4
+    ).double().eval()
+    layer = relpos.DisentangledEncoderLayer(
+        HIDDEN, HEADS, 32, max_relative_positions=4
+    ).double().eval()
+    x = torch.randn(8, HIDDEN, HIDDEN, dtype=torch.float64)
+    table = torch.randn(8, HIDDEN, dtype=torch.float64)  # what 0.2's call passed
+    for module in (attention, layer):
+        with pytest.raises(ValueError, match="attention_mask must be"):
+            module(x, table)  # read as a mask, and refused as one
+    ones = torch.ones(8, HIDDEN, dtype=torch.float64)  # a table of ones: a 0/1 mask
     with torch.no_grad():
-        new = attention(x, mask, rel_embeddings=table)
-        with pytest.warns(DeprecationWarning, match="rel_embeddings=table"):
-            old = attention(x, table, mask)
-        with pytest.warns(DeprecationWarning):
-            old_no_mask = attention(x, table)
-        layer = relpos.DisentangledEncoderLayer(
-            HIDDEN, HEADS, 32, max_relative_positions=4, own_table=False
-        ).double().eval()
-        new_layer = layer(x, mask, rel_embeddings=table)
-        with pytest.warns(DeprecationWarning):
-            old_layer = layer(x, table, mask)
-    torch.testing.assert_close(old, new, rtol=0, atol=0)
-    torch.testing.assert_close(old_no_mask, attention(x, rel_embeddings=table))
-    torch.testing.assert_close(old_layer, new_layer, rtol=0, atol=0)
+        for module in (attention, layer):
+            torch.testing.assert_close(module(x, ones), module(x), rtol=0, atol=0)
+    x, mask = _inputs()
+    with pytest.raises(ValueError, match="attention_mask must have shape"):
+        attention(x, table)  # not the batch's shape: a mask error, not a table one
+
+
+def test_a_mask_shaped_like_the_table_is_a_mask_when_the_table_comes_by_keyword():
+    # b = 2k and n = hidden: the mask (b, n) has the table's shape (2k, hidden).
+    torch.manual_seed(0)
+    attention = relpos.DisentangledSelfAttention(
+        HIDDEN, HEADS, max_relative_positions=4
+    ).double().eval()
+    table = torch.randn(8, HIDDEN, dtype=torch.float64)
+    x = torch.randn(8, HIDDEN, HIDDEN, dtype=torch.float64)
+    keep = torch.rand(8, HIDDEN, generator=torch.Generator().manual_seed(1)) > 0.3
+    keep[:, 0] = True
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error")  # the new call: no warning
+        expected = attention(x, keep, rel_embeddings=table)
+        for mask in (keep.double(), keep.long()):
+            got = attention(x, mask, rel_embeddings=table)
+            torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    assert not torch.allclose(expected, attention(x, rel_embeddings=table))
 
 
 def test_errors_name_the_public_argument():
@@ -111,7 +153,7 @@ def test_errors_name_the_public_argument():
     attention = relpos.DisentangledSelfAttention(HIDDEN, HEADS, max_relative_positions=4)
     with pytest.raises(ValueError, match=r"rel_embeddings must have shape"):
         attention(x.float(), mask, rel_embeddings=torch.randn(9, HIDDEN))
-    with pytest.raises(TypeError, match="positionally"):
+    with pytest.raises(TypeError, match="positionally, got 4"):
         attention(x.float(), mask, mask, mask)
     with pytest.raises(ValueError, match="cache is for causal attention"):
         attention(x.float(), cache=relpos.KVCache())
@@ -123,3 +165,15 @@ def test_an_encoder_shares_one_table_across_its_layers():
     assert tables == ["table.weight"]  # the encoder's, and no layer's own
     assert all(layer.attention.table is None for layer in encoder.layers)
     assert [layer.attention.cache_index for layer in encoder.layers] == [0, 1, 2]
+
+
+def test_relpos_deprecations_are_errors_in_this_suite():
+    # pyproject.toml's filterwarnings: a test that makes an old call fails.
+    from relpos.book import plot
+
+    with pytest.raises(DeprecationWarning, match="terms_by_distance"):
+        plot.score_by_distance(None)
+    with pytest.raises(DeprecationWarning):
+        warnings.warn("relpos: a call from an old release", DeprecationWarning)
+    with pytest.warns(DeprecationWarning):  # a warning, not an error: not relpos's
+        warnings.warn("torch: a call from an old release", DeprecationWarning)

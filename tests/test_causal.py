@@ -333,7 +333,7 @@ def test_causal_flex_gradients_equal_gather_on_the_cpu():
         module = _deberta("clip4", backend, dtype=torch.float32)
         table = _table(module, torch.float32).requires_grad_()
         inputs = x.clone().requires_grad_()
-        out = module(inputs, table, _padding(n)[:2])
+        out = module(inputs, _padding(n)[:2], rel_embeddings=table)
         (out * torch.arange(n, dtype=torch.float32)[:, None]).sum().backward()
         grads[backend] = (inputs.grad, table.grad, module.query_proj.weight.grad)
     for got, expected in zip(grads["flex"], grads["gather"]):
@@ -341,7 +341,7 @@ def test_causal_flex_gradients_equal_gather_on_the_cpu():
     # The gradient is causal too: the first output's reaches no later input.
     module = _deberta("clip4", "flex", dtype=torch.float32)
     inputs = x.clone().requires_grad_()
-    module(inputs, _table(module, torch.float32))[:, 0].sum().backward()
+    module(inputs, rel_embeddings=_table(module, torch.float32))[:, 0].sum().backward()
     assert torch.all(inputs.grad[:, 1:] == 0) and inputs.grad[:, 0].abs().max() > 0
 
 

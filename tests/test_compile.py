@@ -48,7 +48,7 @@ def test_the_attention_compiles_as_one_graph(backend, compiler):
     x, mask = _inputs()
     table = torch.randn(2 * K, HIDDEN)  # (2k, hidden)
     compiled = torch.compile(module, fullgraph=True, backend=compiler)
-    with torch.no_grad():  # relpos 0.3's call (0.2's warns: a graph break)
+    with torch.no_grad():  # the call of every relpos attention
         expected = module(x, mask, rel_embeddings=table)
         got = compiled(x, mask, rel_embeddings=table)
     torch.testing.assert_close(got[:, :4], expected[:, :4], rtol=1e-5, atol=1e-5)

@@ -36,14 +36,14 @@ def test_output_is_two_passes_of_the_last_layer(num_layers, setting):
     table = encoder.rel_embeddings()
     # by hand, from the module's own parts
     for layer in encoder.layers[:-1]:
-        hidden = layer(hidden, table)
+        hidden = layer(hidden, rel_embeddings=table)
     query = hidden + encoder.positions.weight[:9]
-    first = encoder.layers[-1](hidden, table, query_states=query)
-    second = encoder.layers[-1](hidden, table, query_states=first)
+    first = encoder.layers[-1](hidden, query_states=query, rel_embeddings=table)
+    second = encoder.layers[-1](hidden, query_states=first, rel_embeddings=table)
     assert torch.allclose(encoder(model.embed(tokens)), second, atol=1e-6)
     assert torch.allclose(model(tokens), model.classifier(second), atol=1e-6)
     # the passes differ from the last layer run as an ordinary layer
-    plain = encoder.layers[-1](hidden, table)
+    plain = encoder.layers[-1](hidden, rel_embeddings=table)
     assert not torch.allclose(second, plain, atol=1e-3)
     assert not torch.allclose(second, first, atol=1e-3)
 
@@ -57,8 +57,8 @@ def test_keys_and_values_come_from_the_last_layers_input():
     table = encoder.rel_embeddings()
     query = hidden + encoder.positions.weight[:9]
     # keys and values from hidden + z instead: what adding z at the input would do
-    wrong = encoder.layers[-1](query, table, query_states=query)
-    wrong = encoder.layers[-1](query, table, query_states=wrong)
+    wrong = encoder.layers[-1](query, query_states=query, rel_embeddings=table)
+    wrong = encoder.layers[-1](query, query_states=wrong, rel_embeddings=table)
     assert not torch.allclose(encoder(hidden), wrong, atol=1e-3)
 
 

@@ -316,7 +316,8 @@ def test_disentangled_layer_is_an_encoder_layer_around_the_attention() -> None:
     mask = padding_mask(9)[1:]
     with torch.no_grad():
         expected = generic(x, mask, rel_embeddings=table)
-        torch.testing.assert_close(layer(x, table, mask), expected, atol=0, rtol=0)
+        got = layer(x, mask, rel_embeddings=table)
+        torch.testing.assert_close(got, expected, atol=0, rtol=0)
 
 
 # -- bad input ---------------------------------------------------------------------

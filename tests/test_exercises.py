@@ -152,7 +152,7 @@ def gradient_targets(share: bool) -> set[str]:
         16, 2, max_relative_positions=16, share_att_key=share
     )
     states = torch.randn(1, 8, 16)
-    _, scores = module(states, torch.randn(32, 16), return_scores=True)
+    _, scores = module(states, return_scores=True, rel_embeddings=torch.randn(32, 16))
     weights = {
         n.removesuffix(".weight"): w
         for n, w in module.named_parameters()
@@ -205,7 +205,7 @@ def second_layer(input_layer: int, normalised: bool) -> tuple[torch.Tensor, dict
     encoder = model.encoder
     table = encoder.get_rel_embedding() if normalised else encoder.rel_embeddings.weight
     with torch.no_grad():
-        context = layer(hidden[input_layer], table, mask)
+        context = layer(hidden[input_layer], mask, rel_embeddings=table)
     return context, {"model": model, "tokens": tokens, "attention_mask": mask}
 
 

@@ -46,7 +46,7 @@ def _inductor_failure() -> BackendCompilerFailed:
 def test_an_unavailable_kernel_names_gather(monkeypatch, exc):
     monkeypatch.setattr(relpos.backends.flex, "_flex_attention", _kernel_raising(exc))
     with torch.no_grad(), pytest.raises(RuntimeError) as info:
-        _module()(torch.randn(1, 6, 16), torch.randn(8, 16))
+        _module()(torch.randn(1, 6, 16), rel_embeddings=torch.randn(8, 16))
     # Only what relpos adds around torch's message: the verdict, where it ran, the
     # type of torch's error, and the alternative.
     assert isinstance(info.value, FlexUnavailableError)
@@ -68,7 +68,7 @@ def test_an_unavailable_kernel_names_gather(monkeypatch, exc):
 def test_a_real_error_is_not_relabelled(monkeypatch, exc):
     monkeypatch.setattr(relpos.backends.flex, "_flex_attention", _kernel_raising(exc))
     with torch.no_grad(), pytest.raises(type(exc)) as info:
-        _module()(torch.randn(1, 6, 16), torch.randn(8, 16))
+        _module()(torch.randn(1, 6, 16), rel_embeddings=torch.randn(8, 16))
     assert info.value is exc
     assert not isinstance(info.value, FlexUnavailableError)
 
@@ -82,7 +82,7 @@ def test_a_torch_without_flex_names_gather(monkeypatch):
         relpos.backends.flex, "_flex_attention", functools.cache(loader.__wrapped__)
     )
     with torch.no_grad(), pytest.raises(RuntimeError) as info:
-        _module()(torch.randn(1, 6, 16), torch.randn(8, 16))
+        _module()(torch.randn(1, 6, 16), rel_embeddings=torch.randn(8, 16))
     assert isinstance(info.value, FlexUnavailableError)
     text = str(info.value)
     assert re.search(r"torch >= 2\.5.*backend='gather'", text), text
@@ -93,7 +93,7 @@ def test_a_torch_without_flex_names_gather(monkeypatch):
 def test_flex_refuses_attention_dropout_in_training():
     module = relpos.DisentangledSelfAttention(16, 2, max_relative_positions=4, dropout=0.1, backend="flex")
     with pytest.raises(ValueError, match="dropout"):
-        module.train()(torch.randn(1, 6, 16), torch.randn(8, 16))
+        module.train()(torch.randn(1, 6, 16), rel_embeddings=torch.randn(8, 16))
 
 
 @pytest.mark.parametrize("shape", [(0, 6, 16), (2, 0, 16), (0, 0, 16)])
@@ -106,7 +106,7 @@ def test_empty_input_has_zero_gradients_of_the_right_shapes(shape, share):
     x = torch.randn(shape, requires_grad=True)
     table = torch.randn(8, 16, requires_grad=True)
     mask = torch.ones(shape[:2])
-    out = module(x, table, mask)
+    out = module(x, mask, rel_embeddings=table)
     assert out.shape == shape
     weights = [x, table, *module.parameters()]
     grads = torch.autograd.grad(out.sum(), weights, allow_unused=False)

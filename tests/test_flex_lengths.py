@@ -33,8 +33,8 @@ def test_flex_equals_gather_at_every_length_residue(n):
     mask[1, -2:] = 0  # padding in the second sequence
     with torch.no_grad():
         for attention_mask in (None, mask):
-            want = gather(x, table, attention_mask)
-            got = flex(x, table, attention_mask)
+            want = gather(x, attention_mask, rel_embeddings=table)
+            got = flex(x, attention_mask, rel_embeddings=table)
             real = slice(None) if attention_mask is None else (0, slice(None))
             torch.testing.assert_close(got[real], want[real], atol=1e-5, rtol=1e-5)
             if attention_mask is not None:  # the real tokens of the padded sequence
@@ -49,5 +49,5 @@ def test_flex_with_log_buckets_at_a_length_of_24():
     x = torch.randn(1, 24, 32)
     table = torch.randn(16, 32)
     with torch.no_grad():
-        want, got = gather(x, table), flex(x, table)
+        want, got = gather(x, rel_embeddings=table), flex(x, rel_embeddings=table)
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)

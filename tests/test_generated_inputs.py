@@ -52,12 +52,20 @@ def inputs(draw, hidden, span, dtype):
         bits = draw(st.lists(st.booleans(), min_size=b * n, max_size=b * n))
         mask = torch.tensor(bits, dtype=torch.bool).reshape(b, n)
         mask_dtype = draw(st.sampled_from([torch.bool, torch.long, torch.float32]))
-        if mask_dtype != torch.bool and mask.numel() and not mask.any():
-            # All zeros in numbers is ambiguous (0/1: all padding; additive: none)
-            # and refused (tests/test_masks.py); here one key is kept.
-            mask[0, 0] = True
         mask = mask.to(mask_dtype)
     return x, table, mask
+
+
+def kept(mask: torch.Tensor | None, shape: torch.Size) -> torch.Tensor:
+    """The keys a mask keeps: 0/1 and bool as written; a float mask of zeros alone
+    is additive, "no padding" (relpos.masks).
+
+    Shapes:
+        mask: ``(b, n)`` or None; output: ``(b, n)`` bool
+    """
+    if mask is None or (mask.is_floating_point() and not mask.any()):
+        return torch.ones(shape, dtype=torch.bool)
+    return mask != 0
 
 
 def _modules(config: dict, dtype: torch.dtype, backends) -> dict:
@@ -79,9 +87,14 @@ def test_valid_input_is_finite_and_the_backends_agree(config, dtype, data):
     span = modules["naive"].span
     x, table, mask = data.draw(inputs(config["hidden_size"], span, dtype))
     with torch.no_grad():
-        outputs = {name: module(x, table, mask) for name, module in modules.items()}
-        _, scores = modules["gather"](x, table, mask, return_scores=True)
-    rows = torch.ones(x.shape[:2], dtype=torch.bool) if mask is None else mask != 0
+        outputs = {
+            name: module(x, mask, rel_embeddings=table)
+            for name, module in modules.items()
+        }
+        _, scores = modules["gather"](
+            x, mask, rel_embeddings=table, return_scores=True
+        )
+    rows = kept(mask, x.shape[:2])
     expected = outputs["naive"]
     assert expected.shape == x.shape and torch.isfinite(expected).all()
     assert torch.isfinite(scores.probs).all()
@@ -125,9 +138,16 @@ def _attention(**changes):
 
 
 BAD_CALLS = {
-    "hidden_states": (TypeError, lambda: _attention()(_X.double(), _TABLE)),
-    "rel_embeddings": (TypeError, lambda: _attention()(_X, _TABLE.double())),
-    "attention_mask": (ValueError, lambda: _attention()(_X, _TABLE, torch.ones(2, 4))),
+    "hidden_states": (
+        TypeError, lambda: _attention()(_X.double(), rel_embeddings=_TABLE)
+    ),
+    "rel_embeddings": (
+        TypeError, lambda: _attention()(_X, rel_embeddings=_TABLE.double())
+    ),
+    "attention_mask": (
+        ValueError,
+        lambda: _attention()(_X, torch.ones(2, 4), rel_embeddings=_TABLE),
+    ),
     "share_att_key": (TypeError, lambda: _attention(share_att_key="False")),
     "position_buckets": (ValueError, lambda: _attention(position_buckets=-5)),
     "rel": (TypeError, lambda: relpos.delta(torch.tensor([1.5]), 4)),

@@ -43,7 +43,7 @@ def test_gradcheck_float64(backend: str, share_att_key: bool) -> None:
     mask = small_mask()
 
     def attend(hidden_states: torch.Tensor, rel_embeddings: torch.Tensor) -> torch.Tensor:
-        return module(hidden_states, rel_embeddings, mask)
+        return module(hidden_states, mask, rel_embeddings=rel_embeddings)
 
     assert torch.autograd.gradcheck(attend, (x, table), eps=1e-6, atol=1e-6, rtol=1e-4)
 
@@ -56,7 +56,7 @@ def test_gradients_reach_inputs_table_and_every_weight(backend: str, share_att_k
     x.requires_grad_(True)
     table.requires_grad_(True)
     weights = torch.randn(B, N, HIDDEN)
-    (module(x, table, small_mask()) * weights).sum().backward()
+    (module(x, small_mask(), rel_embeddings=table) * weights).sum().backward()
     for name, tensor in [("hidden_states", x), ("rel_embeddings", table), *module.named_parameters()]:
         assert tensor.grad is not None, f"no gradient for {name}"
         assert torch.isfinite(tensor.grad).all(), f"non-finite gradient for {name}"
@@ -76,7 +76,7 @@ def test_gradients_equal_across_naive_and_gather_float64() -> None:
         x, table = random_inputs(B, N, HIDDEN, K, torch.float64, seed=3)
         x.requires_grad_(True)
         table.requires_grad_(True)
-        (module(x, table, small_mask()) ** 2).sum().backward()
+        (module(x, small_mask(), rel_embeddings=table) ** 2).sum().backward()
         grads[module.backend] = [x.grad, table.grad] + [p.grad for p in module.parameters()]
     for a, b in zip(grads["naive"], grads["gather"]):
         torch.testing.assert_close(a, b, atol=1e-10, rtol=0)
@@ -90,7 +90,7 @@ def test_flex_backward_equals_gather_backward_float32() -> None:
         x, table = random_inputs(B, N, HIDDEN, K, seed=4)
         x.requires_grad_(True)
         table.requires_grad_(True)
-        (module(x, table, small_mask()) ** 2).sum().backward()
+        (module(x, small_mask(), rel_embeddings=table) ** 2).sum().backward()
         grads[module.backend] = [x.grad, table.grad] + [p.grad for p in module.parameters()]
     assert len(grads["flex"]) == len(grads["gather"]) == 2 + 10
     for a, b in zip(grads["flex"], grads["gather"]):
@@ -105,8 +105,8 @@ def test_flex_forward_with_grad_enabled_equals_no_grad_forward() -> None:
     x, table = random_inputs(B, N, HIDDEN, K, seed=5)
     mask = small_mask()
     with torch.no_grad():
-        expected = module(x, table, mask)
-    out = module(x, table, mask)
+        expected = module(x, mask, rel_embeddings=table)
+    out = module(x, mask, rel_embeddings=table)
     assert out.requires_grad
     torch.testing.assert_close(out, expected, atol=1e-6, rtol=0)
 
@@ -118,7 +118,7 @@ def test_padded_tokens_get_no_gradient_from_real_outputs(backend: str) -> None:
     x, table = random_inputs(B, N, HIDDEN, K, torch.float64, seed=6)
     x.requires_grad_(True)
     mask = small_mask()
-    out = module(x, table, mask)
+    out = module(x, mask, rel_embeddings=table)
     out[mask.bool()].sum().backward()
     padded = ~mask.bool()
     assert x.grad[padded].abs().max() == 0

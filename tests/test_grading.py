@@ -14,21 +14,27 @@ course):
   exercise's points (the course plan's, book/course/plan.yml) and nothing else,
   with the check's hint in the feedback.
 
-A fourth copy runs the cycle as a learning management system feeds it: two
-students' chapter 1, both the reference, downloaded as one zip file whose names
-carry the times they were handed in (LMS_TIMES), collected by ``nbgrader
-zip_collect``, autograded, their written answer (exercise 1.3's model answer)
-given full marks as the instructor does by hand, exported by ``nbgrader export``
-and weighed by tools/grades.py: the punctual one keeps every point, the one 26
-hours late loses the plan's late penalty for two days (10% a day in the plan).
+A fourth copy runs the cycle as book/instructors.md says and a learning management
+system feeds it: a class of three hands in chapter 1, downloaded as one zip file
+(Blackboard's names, with the times they were handed in, LMS_TIMES, and its
+receipts), collected by tools/collect.py run from the repository root, autograded,
+refused by tools/grades.py while the written answers (exercise 1.3) await marking,
+marked by hand (the model answer, full marks), fed back and exported by
+tools/grades.py: ``punctual`` (the reference) keeps every point, ``partial`` (one
+typical mistake) loses that exercise, and ``tardy``, 26 hours late with no
+autograded point but the written answer, loses the plan's penalty for two days
+(10% a day) on its final score: 20% of the maximum, which nbgrader alone, capped at
+the autograded score of 0, would not take.
 """
 
 from __future__ import annotations
 
 import csv
 import html
+import json
 import re
 import shutil
+import subprocess
 import sys
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
@@ -138,8 +144,20 @@ STUDENTS = ("reference", "untouched", "mistaken", "late")
 FIRST_SESSION = "2026-01-05T10:00+01:00"
 # When the LMS says each student handed in chapter 1 (UTC): 30 minutes early, and
 # 26 hours late (two days or parts of days).
-LMS_TIMES = {"punctual": "2026-01-12-08-30-00", "tardy": "2026-01-13-11-00-00"}
-LATE_SECONDS = {"punctual": 0, "tardy": 26 * 60 * 60}
+LMS_TIMES = {
+    "punctual": "2026-01-12-08-30-00",
+    "partial": "2026-01-12-08-45-00",
+    "tardy": "2026-01-13-11-00-00",
+}
+LATE_SECONDS = {"punctual": 0, "partial": 0, "tardy": 26 * 60 * 60}
+TOOLS = ROOT / "tools"
+
+
+def tool(*args: str) -> subprocess.CompletedProcess:
+    """``python tools/ARGS`` run from the repository root, as the page says."""
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True
+    )
 
 
 def grade(course: Path) -> Path:
@@ -148,13 +166,33 @@ def grade(course: Path) -> Path:
     answers) marked by hand, and the grades exported after."""
     downloaded = sorted((course / "downloaded").glob("ch*"))
     for folder in downloaded:
-        assignments.nbgrader(course, "zip_collect", folder.name)
+        done = tool("tools/collect.py", folder.name, "--course", str(course))
+        assert done.returncode == 0, done.stderr
     assignments.nbgrader(course, "autograde", "*")
     if downloaded:
+        penalties = autograded_penalties(course)
+        (course / "autograded_penalties.json").write_text(json.dumps(penalties))
+        refused = tool("tools/grades.py", str(course))
+        assert refused.returncode == 1, refused.stdout
+        (course / "refused.txt").write_text(refused.stderr)
         full_marks_by_hand(course)
     assignments.nbgrader(course, "generate_feedback", "*")
+    if downloaded:
+        done = tool("tools/grades.py", str(course))
+        assert done.returncode == 0, done.stderr
     assignments.nbgrader(course, "export")
     return course
+
+
+def autograded_penalties(course: Path) -> dict[str, float]:
+    """``student -> chapter 1's late penalty`` as nbgrader's autograde left it."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "relpos") as book:
+        return {
+            s.student.id: s.late_submission_penalty
+            for s in book.find_assignment("ch01").submissions
+        }
 
 
 def full_marks_by_hand(course: Path) -> None:
@@ -176,15 +214,40 @@ def full_marks_by_hand(course: Path) -> None:
     assert marked > 0, f"{course}: no written answer to mark"
 
 
-def lms_download(course: Path, notebook: nbformat.NotebookNode) -> Path:
-    """The zip file an LMS gives for chapter 1: each student's file named with
-    the time they handed it in, as the course's configuration reads it."""
+def with_written_answers(
+    release: nbformat.NotebookNode, source: nbformat.NotebookNode
+) -> nbformat.NotebookNode:
+    """The release as handed out, its written answers the model answers: no
+    autograded point, every point by hand."""
+    model = {
+        c.metadata["nbgrader"]["grade_id"]: c.source
+        for c in source.cells
+        if c.metadata.get("nbgrader", {}).get("grade_id", "").endswith("-written")
+    }
+    assert model, "chapter 1 has no written answer"
+    for cell in release.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+        if grade_id in model:
+            cell.source = model[grade_id]
+    return release
+
+
+def lms_download(course: Path, source: Path, release: Path) -> Path:
+    """The zip file Blackboard gives for chapter 1: each student's file named with
+    the time they handed it in, and a receipt beside it."""
+    reference = nbformat.read(source, 4)
+    handed_in = {
+        "punctual": reference,
+        "partial": mistaken(nbformat.read(source, 4), "ch1-ex1"),
+        "tardy": with_written_answers(nbformat.read(release, 4), reference),
+    }
     archive = course / "downloaded" / "ch01" / "archive" / "lms.zip"
     archive.parent.mkdir(parents=True)
     with zipfile.ZipFile(archive, "w") as lms:
         for student, time in LMS_TIMES.items():
-            name = f"ch01_{student}_attempt_{time}_ch01.ipynb"
-            lms.writestr(name, nbformat.writes(notebook))
+            name = f"Problem set 1_{student}_attempt_{time}"
+            lms.writestr(f"{name}_ch01.ipynb", nbformat.writes(handed_in[student]))
+            lms.writestr(f"{name}.txt", f"Name: {student}\nDate Submitted: {time}\n")
     return archive
 
 
@@ -196,8 +259,11 @@ def courses(tmp_path_factory) -> dict[str, Path]:
     first = course_config.parse_first_session(FIRST_SESSION)
     released = assignments.write_course(root / "course", BOOK, first_session=first)
     courses = {s: shutil.copytree(root / "course", root / s) for s in STUDENTS}
-    reference = root / "course" / "source" / "ch01" / "ch01.ipynb"
-    lms_download(courses["late"], nbformat.read(reference, 4))
+    lms_download(
+        courses["late"],
+        root / "course" / "source" / "ch01" / "ch01.ipynb",
+        root / "course" / "release" / "ch01" / "ch01.ipynb",
+    )
     wrong_by_chapter = {chapter_of(label): label for label in WRONG}
     for path in released:
         name = path.parent.name
@@ -302,7 +368,8 @@ def test_a_typical_mistake_loses_its_points_with_the_hint(courses, scores) -> No
 @pytest.fixture(scope="module")
 def handed_in_late(courses) -> dict[str, dict[str, float]]:
     """The chapter 1 submissions collected from the LMS download: per student, the
-    seconds late, the penalty, the raw score and the maximum, from the gradebook."""
+    seconds late, the penalty, the final score, the autograded score and the
+    maxima, from the gradebook after hand-marking and export."""
     from nbgrader.api import Gradebook
 
     url = f"sqlite:///{courses['late'] / 'gradebook.db'}"
@@ -312,9 +379,11 @@ def handed_in_late(courses) -> dict[str, dict[str, float]]:
             submission = book.find_submission("ch01", student)
             found[student] = {
                 "late": submission.total_seconds_late,
-                "penalty": submission.late_submission_penalty,
+                "penalty": submission.late_submission_penalty or 0.0,
                 "score": submission.score,
+                "autograded": submission.code_score,
                 "maximum": submission.max_score,
+                "max_autograded": submission.max_code_score,
             }
     return found
 
@@ -342,19 +411,47 @@ def test_zip_collect_files_each_download_with_its_time(courses) -> None:
         assert (folder / "timestamp.txt").read_text().strip() == f"{day} {clock}"
 
 
-def test_a_late_submission_loses_its_penalty(handed_in_late) -> None:
+def policy_penalty(found: dict[str, float]) -> float:
+    """The plan's penalty on the final score: min(share x maximum, score)."""
     late = course_config.load_plan()["assessment"]["late"]
+    share = course_config.late_fraction(
+        found["late"], late["percent_per_day"], late["max_percent"]
+    )
+    return min(share * found["maximum"], found["score"])
+
+
+def test_a_class_of_three_is_graded_as_stated(handed_in_late) -> None:
+    punctual, partial, tardy = (handed_in_late[s] for s in LMS_TIMES)
     for student, found in handed_in_late.items():
         assert found["late"] == LATE_SECONDS[student], student
-        assert found["score"] == found["maximum"] > 0, student  # the reference
-        share = course_config.late_fraction(
-            found["late"], late["percent_per_day"], late["max_percent"]
-        )
-        assert found["penalty"] == pytest.approx(share * found["maximum"]), student
-    assert handed_in_late["punctual"]["penalty"] == 0
-    assert handed_in_late["tardy"]["penalty"] == pytest.approx(
-        2 * late["percent_per_day"] / 100 * handed_in_late["tardy"]["maximum"]
+    assert punctual["score"] == punctual["maximum"] > 0 and punctual["penalty"] == 0
+    lost = course_plan.exercise_points(PLAN, "ch1-ex1")
+    assert partial["score"] == partial["maximum"] - lost and partial["penalty"] == 0
+    # tardy: nothing autograded, the written answers (all the rest) marked later
+    assert tardy["autograded"] == 0
+    assert tardy["score"] == tardy["maximum"] - tardy["max_autograded"] > 0
+
+
+def test_a_late_penalty_is_taken_on_the_final_score(courses, handed_in_late) -> None:
+    tardy = handed_in_late["tardy"]
+    late = course_config.load_plan()["assessment"]["late"]
+    stated = 2 * late["percent_per_day"] / 100 * tardy["maximum"]  # two days
+    assert stated < tardy["score"]  # so the policy takes it whole
+    assert tardy["penalty"] == pytest.approx(stated) == policy_penalty(tardy)
+    # what nbgrader's autograde alone took: capped at the autograded score, 0
+    autograded = json.loads((courses["late"] / "autograded_penalties.json").read_text())
+    assert not autograded["tardy"] and not autograded["punctual"]
+    feedback = courses["late"] / "feedback" / "tardy" / "ch01" / "ch01.html"
+    assert f"Late submission penalty (Score: -{round(stated, 2):g})" in (
+        feedback_text(feedback)
     )
+
+
+def test_the_export_refuses_while_answers_await_marking(courses) -> None:
+    refused = (courses["late"] / "refused.txt").read_text()
+    assert f"{len(LMS_TIMES)} answer(s) await marking" in refused
+    for student in LMS_TIMES:
+        assert f"{student}  ch01/ch01  ch1-ex3-written" in refused
 
 
 def test_the_export_and_the_lms_file_carry_the_penalty(courses, handed_in_late):
@@ -363,10 +460,11 @@ def test_the_export_and_the_lms_file_carry_the_penalty(courses, handed_in_late):
     rows = {row["student_id"]: row for row in exported if row["assignment"] == "ch01"}
     for student, found in handed_in_late.items():
         score = float(rows[student]["score"])
-        assert score == pytest.approx(found["score"] - found["penalty"]), student
-    weights = {"problem_sets": 60, "project": 40}
-    lms = {row["student_id"]: row for row in grades.lms_rows(exported, None, weights)}
-    tardy = handed_in_late["tardy"]
-    kept = 100 * (1 - tardy["penalty"] / tardy["maximum"])
-    assert lms["tardy"]["ch01"] == f"{kept:.1f}" and lms["punctual"]["ch01"] == "100.0"
-    assert float(lms["tardy"]["problem_sets"]) < float(lms["punctual"]["problem_sets"])
+        assert score == pytest.approx(found["score"] - policy_penalty(found)), student
+    with (courses["late"] / "lms_grades.csv").open(newline="") as handle:
+        lms = {row["student_id"]: row for row in csv.DictReader(handle)}
+    for student, found in handed_in_late.items():
+        kept = 100 * (found["score"] - policy_penalty(found)) / found["maximum"]
+        assert lms[student]["ch01"] == f"{kept:.1f}", student
+    assert lms["punctual"]["ch01"] == "100.0"
+    assert float(lms["tardy"]["problem_sets"]) < float(lms["partial"]["problem_sets"])

@@ -35,7 +35,7 @@ def test_equals_v1_in_float64(pos_att_type, n: int, backend: str) -> None:
     keep = mask.bool()
     with torch.no_grad():
         expected = reference_v1_forward(ref, x, table, mask)
-        got = ours(x, table, mask)
+        got = ours(x, mask, rel_embeddings=table)
     assert (got[keep] - expected[keep]).abs().max().item() <= 1e-6
 
 
@@ -47,7 +47,8 @@ def test_equals_v1_in_float32() -> None:
     keep = mask.bool()
     with torch.no_grad():
         expected = reference_v1_forward(ref, x, table, mask)
-        assert (ours(x, table, mask)[keep] - expected[keep]).abs().max().item() <= 5e-5
+        got = ours(x, mask, rel_embeddings=table)
+        assert (got[keep] - expected[keep]).abs().max().item() <= 5e-5
 
 
 def test_biases_matter() -> None:
@@ -60,7 +61,7 @@ def test_biases_matter() -> None:
         ours = DisentangledSelfAttention.from_transformers(ref)
         with torch.no_grad():
             getattr(ours, bias).bias.zero_()
-            assert (ours(x, table, mask) - expected).abs().max() > 1e-3
+            assert (ours(x, mask, rel_embeddings=table) - expected).abs().max() > 1e-3
 
 
 def test_conversion_layout() -> None:

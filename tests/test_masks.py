@@ -5,8 +5,12 @@ forward of every module on every kernel (``_every.GRID``).
   dtype's minimum or -inf for padding), 2-D and 4-D ``(b, 1, 1, n)``, give exactly
   the output of the equivalent bool mask, and not that of the inverted one.
 - 0/1 integer and float masks read as bool; any other value is refused with an
-  error naming the conventions; an all-zero float key mask is ambiguous and
-  refused, an all-zero bool or integer one means "all padding".
+  error naming the conventions; an all-zero float mask is additive ("no
+  padding"), eager and compiled alike; an all-zero bool or integer one means
+  "all padding".
+- torch's conventions by name: ``key_padding_mask`` (True: padding) and
+  ``attn_mask`` ``(n, n)`` or ``(b * h, n, n)`` (True: not allowed), bool or
+  additive, give the output of the equivalent relpos mask, eager and compiled.
 - Pair masks ``(b, n, n)`` and ``transformers``' ``(b, 1, n, n)`` give the masked
   softmax written out by hand from the unmasked logits (``return_scores``).
 """
@@ -140,15 +144,18 @@ def test_odd_values_are_refused_naming_the_conventions(dtype, value, pairs):
 
 @pytest.mark.parametrize("name, backend", GRID)
 def test_all_zero_masks(name, backend):
-    # A float key mask of zeros alone: all padding (0/1) or none (additive)?
-    # Refused. Bool and integer zeros say "all padding" without doubt.
+    # A float mask of zeros alone is additive: no padding (what transformers'
+    # additive mask is for a batch without any). Bool and integer zeros say
+    # "all padding".
     module = build(name, backend)
     x = x_of()
-    zeros = torch.zeros(B, N)
-    with pytest.raises(ValueError, match="attention_mask holds only zeros"):
-        call(module, x, zeros)
-    with pytest.raises(ValueError, match="only zeros"):
-        call(module, x, zeros[:, None, :].expand(B, N, N))
+    zeros = torch.zeros(B, N, dtype=x.dtype)
+    unmasked = call(module, x)
+    torch.testing.assert_close(call(module, x, zeros), unmasked, **tolerance(x.dtype))
+    torch.testing.assert_close(
+        call(module, x, zeros[:, None, :].expand(B, N, N)), unmasked,
+        **tolerance(x.dtype),
+    )
     none = torch.zeros(B, N, dtype=torch.bool)
     expected = call(module, x, none)
     assert expected.isfinite().all()
@@ -217,17 +224,18 @@ def pair_forms(pairs: torch.Tensor, dtype: torch.dtype) -> dict[str, torch.Tenso
     }
 
 
-def by_hand(module, x: torch.Tensor, pairs: torch.Tensor):
+def by_hand(module, x: torch.Tensor, pairs: torch.Tensor, heads: bool = False):
     """The context of ``softmax(logits masked to pairs) @ values`` (plus relative
     values), from the unmasked logits that ``return_scores`` gives.
 
     Shapes:
-        x: ``(b, n, hidden)``; pairs: ``(b, i, j)``
+        x: ``(b, n, hidden)``; pairs: ``(b, i, j)``, with ``heads`` ``(b, h, i, j)``
         output: ``(b, n, hidden)`` and the probabilities ``(b, h, i, j)``
     """
     with torch.no_grad():
         _, scores = module(x, return_scores=True)
-        logits = scores.logits.masked_fill(~pairs[:, None], -torch.inf)
+        allowed = pairs if heads else pairs[:, None]  # (b, h or 1, i, j)
+        logits = scores.logits.masked_fill(~allowed, -torch.inf)
         probs = logits.softmax(-1)  # (b, h, i, j)
         values = module.split_heads(module.value_proj(x))  # (b, h, j, d)
         context = probs @ values  # (b, h, i, d)

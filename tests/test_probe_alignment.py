@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import relpos
-from relpos.book.experiments.store import RunStore, run_key
+from relpos.book.experiments.store import run_key
 from relpos.book.experiments.verdicts import alignment_probe
 from relpos.book.probes.alignment import design, grammar, items as items_io
 from relpos.book.probes.alignment import summary, sweep
@@ -199,14 +199,15 @@ def test_accuracy_and_offset_spread_by_hand():
 # -- the store and resumption ----------------------------------------------------------
 
 
-def test_an_unversioned_key_outlives_a_release(monkeypatch):
+def test_the_probe_s_key_outlives_a_release(monkeypatch):
     run = ProbeRun()
-    before = run_key("measured", run, 1, versioned=False)
-    versioned = run_key("measured", run, 1)
+    before = run_key("measured", run, sweep.STAMP)
+    versioned = run_key("measured", run)
     monkeypatch.setattr(relpos, "__version__", "9.9.9")
-    assert run_key("measured", run, 1, versioned=False) == before
-    assert run_key("measured", run, 1) != versioned
-    assert run_key("measured", run, 2, versioned=False) != before
+    assert run_key("measured", run, sweep.STAMP) == before
+    assert run_key("measured", run) != versioned
+    bumped = {**sweep.STAMP, "schema": design.PROBE_SCHEMA + 1}
+    assert run_key("measured", run, bumped) != before
 
 
 TINY = dict(steps=3, hidden_size=16, num_heads=2, num_layers=1, batch_size=4,
@@ -319,12 +320,6 @@ def test_the_ledger_refuses_an_empty_prediction():
     assert record["verdict"] == "holds"
     with pytest.raises(ValueError, match="prediction"):
         ledger.check_record({**record, "prediction": " "})
-
-
-def test_store_defaults_are_unchanged():
-    store = RunStore()
-    assert store.versioned and store.key("measured", ProbeRun()) == run_key(
-        "measured", ProbeRun())
 
 
 # -- the command line and the live cell ------------------------------------------------

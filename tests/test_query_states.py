@@ -79,9 +79,9 @@ def test_query_states_equal_transformers(backend, span, dtype, n):
         expected_self = theirs_layer.attention.self(x, pair_mask, **inputs)[0]
         expected_attention = theirs_layer.attention(x, pair_mask, **inputs)[0]
         expected_layer = theirs_layer(x, pair_mask, **inputs)[0]
-        got_self = layer.attention(x, table, mask, query_states=q)
+        got_self = layer.attention(x, mask, query_states=q, rel_embeddings=table)
         got_attention = layer.attention_norm(q + layer.attention_output(got_self))
-        got_layer = layer(x, table, mask, query_states=q)
+        got_layer = layer(x, mask, query_states=q, rel_embeddings=table)
     atol = TOLERANCE[dtype]
     torch.testing.assert_close(got_self[keep], expected_self[keep], atol=atol, rtol=0)
     torch.testing.assert_close(
@@ -118,7 +118,9 @@ ATTENTION_NAMES = list(_attentions())
 def _call(module: SelfAttention, x, mask=None, **kwargs):
     if isinstance(module, DisentangledSelfAttention):
         table = torch.linspace(-1, 1, 2 * module.span * HIDDEN, dtype=x.dtype)
-        return module(x, table.reshape(2 * module.span, HIDDEN), mask, **kwargs)
+        return module(
+            x, mask, rel_embeddings=table.reshape(2 * module.span, HIDDEN), **kwargs
+        )
     return module(x, mask, **kwargs)
 
 
@@ -191,7 +193,8 @@ def test_a_block_adds_the_query_states_in_its_first_residual():
     layer = DisentangledEncoderLayer(HIDDEN, HEADS, 64).double().eval()
     table = torch.randn(2 * layer.attention.span, HIDDEN, dtype=torch.float64)
     with torch.no_grad():
-        assert torch.equal(layer(x, table), layer(x, table, query_states=x))
+        plain = layer(x, rel_embeddings=table)
+        assert torch.equal(plain, layer(x, rel_embeddings=table, query_states=x))
 
 
 BAD = [
@@ -218,10 +221,10 @@ def test_bad_query_states_are_refused_by_name(what, make, error):
     layer = DisentangledEncoderLayer(HIDDEN, HEADS, 64, max_relative_positions=4)
     layer = layer.double()
     calls = [
-        lambda: attention(x, table, query_states=bad),
+        lambda: attention(x, query_states=bad, rel_embeddings=table),
         lambda: scheme(x, query_states=bad),
         lambda: block(x, query_states=bad),
-        lambda: layer(x, table, query_states=bad),
+        lambda: layer(x, query_states=bad, rel_embeddings=table),
     ]
     for call in calls:
         with pytest.raises(error, match="query_states"):

@@ -20,6 +20,7 @@ def test_every_committed_file_is_listed_and_readable():
     on_disk = sorted(
         p.relative_to(folder).as_posix()
         for p in [*folder.iterdir(), *(q for sub in results.SUBFOLDERS
+                                       if (folder / sub).is_dir()
                                        for q in (folder / sub).iterdir())]
         if p.suffix in suffixes
     )

@@ -44,7 +44,7 @@ def _counted_flops(module: relpos.DisentangledSelfAttention, n: int, batch: int,
     table = torch.randn(2 * module.span, module.hidden_size)  # (2k, hidden)
     counter = FlopCounterMode(display=False, custom_mapping=CPU_SDPA)
     with torch.no_grad(), counter:
-        module(x, table, return_scores=return_scores)
+        module(x, return_scores=return_scores, rel_embeddings=table)
     return {str(op): count for op, count in counter.get_flop_counts()["Global"].items()}
 
 
@@ -276,7 +276,8 @@ def test_profiled_stages_compute_the_module_forward(backend):
     stages = []
     with torch.no_grad():
         staged = pipeline(modules[backend], x, table, stages.append)
-        whole = modules[backend](x, table, torch.ones(x.shape[:2], dtype=torch.long))
+        keep = torch.ones(x.shape[:2], dtype=torch.long)
+        whole = modules[backend](x, keep, rel_embeddings=table)
     assert stages == list(profile.STAGES[backend])
     if backend == "gather":
         assert torch.equal(staged, whole)

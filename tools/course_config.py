@@ -17,6 +17,15 @@ tools/assignments.py writes, from it,
   management system (``LmsNames``: nbgrader's own reading of a time such as
   2026-01-12-08-30-00 drops the minutes), and the due dates again, as comments.
 
+The penalty is taken from the final score: ``LatePenalty`` asks for the plan's share
+of the maximum, but nbgrader caps a penalty at the score the notebook has when it is
+autograded, before its written answers are marked. So ``generate_feedback`` assigns
+the penalty again (on the score after hand-marking), and tools/grades.py, the export,
+settles every penalty in the gradebook as min(share x maximum, final score).
+
+``LMS_NAMES``: the file names of the bulk downloads of Blackboard, Canvas and Moodle,
+which tools/collect.py passes to ``nbgrader zip_collect``.
+
 The configuration holds the source of ``late_fraction`` itself, so the course
 folder needs nothing from this repository when it moves to another machine.
 """
@@ -25,6 +34,7 @@ from __future__ import annotations
 
 import inspect
 import math
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -41,6 +51,50 @@ SUBMISSION_NAME = (
     r".*_(?P<student_id>[^_/\\]+)_attempt_(?P<timestamp>\d{4}(?:-\d\d){5})"
     r"_(?P<file_id>ch\d\d\.ipynb)$"
 )
+
+
+@dataclass(frozen=True)
+class LmsNaming:
+    """How one learning management system names the files of a bulk download.
+
+    ``pattern``: an expression nbgrader matches against each file's whole path; it
+    captures ``student_id``, ``file_id`` and, where the name carries one,
+    ``timestamp``. ``sample``: a name the system writes. ``extra``: the files it
+    adds beside the notebooks (receipts), which are not submissions.
+    """
+
+    pattern: str
+    sample: str
+    timed: bool
+    extra: str = ""
+
+
+# Blackboard (Grade Centre, "Assignment File Download"): ASSIGNMENT_USERNAME_attempt_
+# TIME_FILENAME, and a receipt ASSIGNMENT_USERNAME_attempt_TIME.txt per attempt.
+# Canvas ("Download Submissions"): lastnamefirstname[_late]_USERID_SUBMISSIONID_
+# FILENAME, a resubmitted file's name with -1, -2...; no time. Moodle ("Download
+# all submissions"): Full Name_PARTICIPANTID_assignsubmission_file_FILENAME, or a
+# folder of that name holding FILENAME; no time.
+LMS_NAMES = {
+    "blackboard": LmsNaming(
+        SUBMISSION_NAME,
+        "Problem set 1_jdoe_attempt_2026-01-12-08-30-00_ch01.ipynb",
+        timed=True,
+        extra=r"_attempt_\d{4}(?:-\d\d){5}\.txt$",
+    ),
+    "canvas": LmsNaming(
+        r"(?:.*[/\\])?[^/\\_]+_(?:late_|LATE_)?(?P<student_id>\d+)_\d+"
+        r"_(?P<file_id>ch\d\d)(?:-\d+)?\.ipynb$",
+        "doejane_late_123456_7891011_ch01-1.ipynb",
+        timed=False,
+    ),
+    "moodle": LmsNaming(
+        r".*_(?P<student_id>\d+)_assignsubmission_file_[/\\]?"
+        r"(?P<file_id>ch\d\d)\.ipynb$",
+        "Jane Doe_654321_assignsubmission_file_ch01.ipynb",
+        timed=False,
+    ),
+}
 
 
 def load_plan(path: Path = PLAN) -> dict[str, Any]:
@@ -108,7 +162,9 @@ from book/course/plan.yml; change the plan and rebuild rather than this file).""
 import math
 import re
 
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.plugins import BasePlugin, FileNameCollectorPlugin
+from nbgrader.preprocessors import AssignLatePenalties, GetGrades
 
 c = get_config()  # noqa: F821 (nbgrader defines it)
 c.CourseDirectory.course_id = "relpos"
@@ -143,14 +199,22 @@ class LatePenalty(BasePlugin):
 
 
 c.AssignLatePenalties.plugin_class = LatePenalty
+# nbgrader caps the penalty at the score when autograded, before the written answers
+# are marked: the feedback (after hand-marking) assigns it again on the final score,
+# and tools/grades.py settles it in the gradebook before it exports.
+c.GenerateFeedback.preprocessors = [
+    AssignLatePenalties,
+    GetGrades,
+    CSSHTMLHeaderPreprocessor,
+]
 
 # Files downloaded from a learning management system: put them (or the zip files
-# holding them) in downloaded/chNN/archive/ and run `nbgrader zip_collect chNN`,
-# which files each notebook as submitted/STUDENT/chNN/chNN.ipynb with its time.
-# Each name must read SOMETHING_STUDENT_attempt_YYYY-MM-DD-HH-MM-SS_chNN.ipynb, the
-# time in LMS_TIMEZONE; other names need another expression (tools/course_config.py,
-# SUBMISSION_NAME): it must capture student_id and file_id, and timestamp for the
-# late penalty.
+# holding them) in downloaded/chNN/archive/ and run, from anywhere,
+# `python tools/collect.py chNN --lms blackboard|canvas|moodle` (it runs
+# `nbgrader zip_collect chNN` here and fails on a file it skips), which files each
+# notebook as submitted/STUDENT/chNN/chNN.ipynb with its time. Without --lms the
+# names read SOMETHING_STUDENT_attempt_YYYY-MM-DD-HH-MM-SS_chNN.ipynb (Blackboard's),
+# the time in LMS_TIMEZONE (tools/course_config.py, LMS_NAMES, has the others).
 LMS_TIMEZONE = {LMS_TIMEZONE!r}
 
 

@@ -193,7 +193,7 @@ def make_score_mod(
 
     Shapes:
         c2p_table: ``(b, h, i, m)``; p2c_table: ``(b, h, j, m)``; lookup: ``(2L + 1,)``
-        key_mask: ``(b, j)`` bool; pairs: ``(b, i, j)`` bool
+        key_mask: ``(b, j)`` bool; pairs: ``(b, i, j)`` or ``(b, h, i, j)`` bool
         query_positions, query_documents: ``(b or 1, i)``; key_*: ``(b or 1, j)``
         row_bias: ``(h, m)``; query_len, key_len: ints or ``()`` tensors
     """
@@ -231,7 +231,7 @@ def make_score_mod(
         if key_mask is not None:
             keep = key_mask[b, jj]
         if pairs is not None:
-            pair = pairs[b, ii, jj]
+            pair = pairs[b, ii, jj] if pairs.dim() == 3 else pairs[b, h, ii, jj]
             keep = pair if keep is None else keep & pair
         if query_documents is not None:
             same = query_documents[b, ii] == key_documents[b, jj]

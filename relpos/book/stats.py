@@ -177,4 +177,66 @@ def excludes(interval: Sequence[float], value: float) -> bool:
     return value < low or value > high
 
 
-__all__ = ["CONFIDENCE", "bootstrap_interval", "describe", "excludes", "paired_test"]
+def clustered_interval(
+    differences: Sequence[Sequence[float]],
+    counts: Sequence[float],
+    *,
+    confidence: float = CONFIDENCE,
+    seed: int = 0,
+    resamples: int = RESAMPLES,
+) -> list[float]:
+    """The interval of a mean difference per item, resampling clusters and seeds.
+
+    ``differences[s][m]``: seed ``s``'s summed difference over the items of
+    cluster ``m`` (a document's bytes: the loss sums of two readings, one
+    minus the other), ``counts[m]`` the items of cluster ``m``. The statistic is
+    the mean over seeds of ``sum_m differences[s][m] / sum_m counts[m]``. Each
+    resample draws the clusters with replacement and, independently, the seeds
+    (a two-level percentile bootstrap), so the interval is over documents, not
+    over windows or bytes, which are not independent.
+
+    Shapes:
+        differences: ``(seeds, clusters)``; counts: ``(clusters,)``
+        output: two floats ``[low, high]``
+    """
+    try:
+        array = np.asarray(differences, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"differences must be a (seeds, clusters) array of floats, got "
+            f"{type(differences).__name__}"
+        ) from None
+    if array.ndim != 2 or array.shape[0] < 1 or array.shape[1] < 1:
+        raise ValueError(
+            "differences must have shape (seeds, clusters) with at least 1 seed "
+            f"and 1 cluster, got {array.shape}"
+        )
+    sizes = _values("counts", counts, 1)
+    if sizes.size != array.shape[1] or np.any(sizes < 0) or sizes.sum() <= 0:
+        raise ValueError(
+            f"counts must hold {array.shape[1]} non-negative numbers with a positive "
+            f"sum, got {counts!r}"
+        )
+    if not np.all(np.isfinite(array)):
+        raise ValueError("differences must hold finite floats")
+    confidence = _confidence(confidence)
+    rng = np.random.default_rng(seed)
+    seeds, clusters = array.shape
+    picked = rng.integers(clusters, size=(resamples, clusters))  # (r, m)
+    weights = np.stack([np.bincount(p, minlength=clusters) for p in picked])  # (r, m)
+    per_seed = (weights @ array.T) / np.maximum(weights @ sizes, 1e-12)[:, None]
+    chosen = rng.integers(seeds, size=(resamples, seeds))  # (r, s)
+    stat = np.take_along_axis(per_seed, chosen, axis=1).mean(1)  # (r,)
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(stat, [tail, 100 - tail])
+    return [float(low), float(high)]
+
+
+__all__ = [
+    "CONFIDENCE",
+    "bootstrap_interval",
+    "clustered_interval",
+    "describe",
+    "excludes",
+    "paired_test",
+]

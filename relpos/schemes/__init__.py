@@ -10,6 +10,8 @@ Where position enters, scheme by scheme:
   ``|i - j|`` with two learned scalars per head; Chi et al. 2022) and ``fire`` (a
   small MLP of a normalised distance, which also reads the query's position;
   Li et al. 2024).
+- a separate term of the two absolute positions, with its own table and
+  projections: ``tupe`` (untied positional encoding; Ke et al. 2021).
 - a query/key transform: ``rotary`` (Su et al. 2021).
 
 Each module holds the scheme's pure functions (buckets, slopes, angles, the
@@ -41,7 +43,7 @@ Shape legend:
 from __future__ import annotations
 
 # Each scheme module registers itself when imported: this order is the registry's.
-from . import shaw, transformer_xl, t5, alibi, rotary, fire, kerple  # noqa: F401
+from . import shaw, transformer_xl, t5, alibi, rotary, fire, kerple, tupe  # noqa: F401
 from .alibi import AlibiBias, AlibiSelfAttention, alibi_bias, alibi_slopes
 from .attention import (
     BiasSelfAttention,
@@ -78,6 +80,7 @@ from .rotary import (
 )
 from .shaw import ShawSelfAttention, relative_value_sum, shaw_index
 from .t5 import T5Bias, T5SelfAttention, t5_bucket, t5_exact_limit
+from .tupe import TupeBias, TupeSelfAttention
 from .transformer_xl import (
     TransformerXLSelfAttention,
     sinusoidal_encoding,
@@ -122,6 +125,8 @@ __all__ = [
     "T5Bias",
     "T5SelfAttention",
     "TransformerXLSelfAttention",
+    "TupeBias",
+    "TupeSelfAttention",
     "alibi_bias",
     "alibi_slopes",
     "build_attention",

@@ -57,9 +57,11 @@ class BiasSelfAttention(SchemeSelfAttention):
         *,
         causal: bool = False,
         backend: str = "gather",
+        num_kv_heads: int | None = None,
     ) -> None:
         super().__init__(
-            hidden_size, num_heads, dropout, backend=backend, causal=causal
+            hidden_size, num_heads, dropout, backend=backend, causal=causal,
+            num_kv_heads=num_kv_heads,
         )
         if not isinstance(position_bias, nn.Module):
             got = type(position_bias).__name__

@@ -259,12 +259,14 @@ class FireSelfAttention(BiasSelfAttention):
         *,
         causal: bool = False,
         backend: str = "gather",
+        num_kv_heads: int | None = None,
     ) -> None:
         check_bool("causal", causal)
         heads = check_int("num_heads", num_heads, minimum=1)
         bias = FireBias(heads, width, c, threshold, causal=causal)
         super().__init__(
-            hidden_size, num_heads, bias, dropout, causal=causal, backend=backend
+            hidden_size, num_heads, bias, dropout, causal=causal, backend=backend,
+            num_kv_heads=num_kv_heads,
         )
 
 

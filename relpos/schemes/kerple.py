@@ -218,11 +218,13 @@ class KerpleSelfAttention(BiasSelfAttention):
         *,
         causal: bool = False,
         backend: str = "gather",
+        num_kv_heads: int | None = None,
     ) -> None:
         check_bool("causal", causal)
         bias = KerpleBias(check_int("num_heads", num_heads, minimum=1), kernel)
         super().__init__(
-            hidden_size, num_heads, bias, dropout, causal=causal, backend=backend
+            hidden_size, num_heads, bias, dropout, causal=causal, backend=backend,
+            num_kv_heads=num_kv_heads,
         )
 
 

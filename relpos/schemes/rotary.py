@@ -137,9 +137,11 @@ class RotarySelfAttention(SchemeSelfAttention):
         *,
         causal: bool = False,
         backend: str = "naive",
+        num_kv_heads: int | None = None,
     ) -> None:
         super().__init__(
-            hidden_size, num_heads, dropout, backend=backend, causal=causal
+            hidden_size, num_heads, dropout, backend=backend, causal=causal,
+            num_kv_heads=num_kv_heads,
         )
         if self.head_size % 2:
             raise ValueError(

@@ -112,9 +112,11 @@ class ShawSelfAttention(SchemeSelfAttention):
         *,
         causal: bool = False,
         backend: str = "gather",
+        num_kv_heads: int | None = None,
     ) -> None:
         super().__init__(
-            hidden_size, num_heads, dropout, backend=backend, causal=causal
+            hidden_size, num_heads, dropout, backend=backend, causal=causal,
+            num_kv_heads=num_kv_heads,
         )
         self.max_relative_positions = check_int(
             "max_relative_positions", max_relative_positions, minimum=1

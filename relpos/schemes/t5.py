@@ -234,6 +234,7 @@ class T5SelfAttention(BiasSelfAttention):
         causal: bool = False,
         bidirectional: bool | None = None,
         backend: str = "gather",
+        num_kv_heads: int | None = None,
     ) -> None:
         heads = check_int("num_heads", num_heads, minimum=1)
         check_bool("causal", causal)
@@ -241,7 +242,8 @@ class T5SelfAttention(BiasSelfAttention):
             bidirectional = not causal
         bias = T5Bias(heads, num_buckets, max_distance, bidirectional=bidirectional)
         super().__init__(
-            hidden_size, num_heads, bias, dropout, causal=causal, backend=backend
+            hidden_size, num_heads, bias, dropout, causal=causal, backend=backend,
+            num_kv_heads=num_kv_heads,
         )
 
 

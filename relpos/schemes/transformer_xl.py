@@ -176,9 +176,11 @@ class TransformerXLSelfAttention(SchemeSelfAttention):
         *,
         causal: bool = False,
         backend: str = "gather",
+        num_kv_heads: int | None = None,
     ) -> None:
         super().__init__(
-            hidden_size, num_heads, dropout, backend=backend, causal=causal
+            hidden_size, num_heads, dropout, backend=backend, causal=causal,
+            num_kv_heads=num_kv_heads,
         )
         if self.hidden_size % 2:
             raise ValueError(

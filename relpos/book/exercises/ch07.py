@@ -109,9 +109,12 @@ def second_layer(
     encoder = model.encoder
     with torch.no_grad():
         table = encoder.get_rel_embedding()
-        from_embeddings = second(run["hidden"][0], table, attention_mask)
+        from_embeddings = second(
+            run["hidden"][0], attention_mask, rel_embeddings=table
+        )
         raw_table = second(
-            run["hidden"][1], encoder.rel_embeddings.weight, attention_mask
+            run["hidden"][1], attention_mask,
+            rel_embeddings=encoder.rel_embeddings.weight,
         )
     if close(got[keep], from_embeddings[keep], atol=2e-5):
         fail(
@@ -131,8 +134,8 @@ def separate_position_projections(answer: Any, *, reference: nn.Module) -> str:
     """A relpos copy of a ``transformers`` layer with ``share_att_key=False``.
 
     Shapes:
-        answer(hidden_states, table, mask): ``(b, n, hidden)``, ``(2k, hidden)``,
-            ``(b, n)`` -> ``(b, n, hidden)``
+        answer(hidden_states, mask, rel_embeddings=table): ``(b, n, hidden)``,
+            ``(b, n)``, ``(2k, hidden)`` -> ``(b, n, hidden)``
     """
     if not isinstance(answer, DisentangledSelfAttention):
         fail(f"give the relpos module; got {type(answer).__name__}")
@@ -163,7 +166,7 @@ def separate_position_projections(answer: Any, *, reference: nn.Module) -> str:
         want = reference(
             x, torch.ones(1, 1, 20, 20), relative_pos=rel, rel_embeddings=table
         )[0]
-        have = answer.eval()(x, table)
+        have = answer.eval()(x, rel_embeddings=table)
     if not close(have, want, atol=2e-5):
         fail("the copy's output differs from the reference's on a 20-token input")
     return "pos_key_proj and pos_query_proj copied; outputs equal."

@@ -170,10 +170,30 @@ def build_parser() -> OneLineParser:
         "edge (each cell: setting, task, scheme, training size; at least the "
         "number of --learning-rates)",
     )
+    add_engine_flags(parser)
+    return parser
+
+
+def add_engine_flags(
+    parser: argparse.ArgumentParser,
+    *,
+    workers: int | None = None,
+    runs_help: str = "",
+) -> None:
+    """Add where a sweep's runs go and are kept: ``--workers``, ``--engine``,
+    ``--scheduler``, ``--runs-dir``, ``--threads`` and ``--quiet``.
+
+    Every command that hands runs to the engine (``open_engine``) and keeps
+    them in a runs folder (``store.RunStore``) takes these flags, checked by
+    :func:`engine_from_args` and :func:`runs_dir_from_args`. ``workers``: the
+    default of ``--workers`` (the CPU count when None); ``runs_help``: more words
+    on the runs folder.
+    """
+    add = parser.add_argument
     add(
         "--workers",
         type=_cli.integer(1),
-        default=os.cpu_count() or 1,
+        default=(os.cpu_count() or 1) if workers is None else workers,
         metavar="N",
         help="runs at the same time: local processes, or the processes of "
         "--scheduler local; the default is the CPU count",
@@ -197,7 +217,7 @@ def build_parser() -> OneLineParser:
         default=None,
         metavar="DIR",
         help="folder of the finished runs' records, read back on a rerun (default: "
-        "the --output path with the suffix .runs)",
+        f"the --output path with the suffix .runs){runs_help}",
     )
     add(
         "--threads",
@@ -208,7 +228,6 @@ def build_parser() -> OneLineParser:
         "with more, and another count can change the last digits of results",
     )
     add("--quiet", action="store_true", help="no progress bar on stderr")
-    return parser
 
 
 def config_from_args(
@@ -252,48 +271,6 @@ def config_from_args(
                 "--max-rates", f"must be at least the {len(rates)} --learning-rates"
             )
     return base
-
-
-def add_engine_flags(
-    parser: argparse.ArgumentParser, *, workers: int, runs_dir: str | None = None
-) -> None:
-    """Add where the runs go: --workers, --engine, --scheduler, --runs-dir,
-    --threads, --quiet (checked by :func:`engine_from_args` and
-    :func:`runs_dir_from_args`).
-
-    ``workers``: the default of --workers; ``runs_dir``: the default folder
-    (None: --output with the suffix .runs).
-    """
-    add = parser.add_argument
-    add(
-        "--workers",
-        type=_cli.integer(1),
-        default=workers,
-        metavar="N",
-        help="runs at the same time (local processes, or those of --scheduler local)",
-    )
-    add("--engine", choices=ENGINES, default="local", help="local processes or dask")
-    add(
-        "--scheduler",
-        default=None,
-        metavar="ADDRESS",
-        help="with --engine dask: the scheduler's address, or 'local'",
-    )
-    add(
-        "--runs-dir",
-        default=runs_dir,
-        metavar="DIR",
-        help="folder of the finished runs' records, read back on a rerun "
-        + ("" if runs_dir else "(default: --output with the suffix .runs)"),
-    )
-    add(
-        "--threads",
-        type=_cli.integer(1),
-        default=1,
-        metavar="N",
-        help="torch CPU threads of each run",
-    )
-    add("--quiet", action="store_true", help="no progress bar on stderr")
 
 
 def engine_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

@@ -7,7 +7,7 @@ derived from exactly those four (:func:`derive_seed`), so adding a scheme to a
 sweep never changes the numbers of the others, and all schemes of one
 ``(seed, task, train_size)`` see the same training and test data.
 
-Two fields are off (``None``) unless set, and a config leaves them out of
+Three fields are off (``None``) unless set, and a config leaves them out of
 :meth:`Config.to_dict` while they are off, so the record key of every run
 that does not use them is the one it had before they existed:
 
@@ -19,6 +19,11 @@ that does not use them is the one it had before they existed:
   ``<name>-randomised`` (``RANDOMISED``) is ``<name>`` with this on at
   ``P = DEFAULT_POSITION_RANGE`` unless the field says otherwise
   (:attr:`Config.position_range`).
+- ``supervised_positions``: the training loss reads the labels of the first
+  ``N`` positions of each sequence only (the others are ``IGNORE``), and the
+  learning rate is tuned on those positions only; evaluation scores every
+  position. The positions probe (``probes.positions``) trains a rule in the
+  first half of each window and scores it in the second.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ RANDOMISED = "-randomised"
 #: ``P`` of a ``-randomised`` scheme whose config sets no ``random_positions``.
 DEFAULT_POSITION_RANGE = 256
 #: The fields that ``to_dict`` leaves out while they are ``None`` (off).
-OPTIONAL_FIELDS = ("min_train_length", "random_positions")
+OPTIONAL_FIELDS = ("min_train_length", "random_positions", "supervised_positions")
 
 
 def _about(
@@ -132,6 +137,9 @@ class Config(Settings):
             ``deberta-buckets`` (its ``max_relative_positions``).
         random_positions: ``None``, or ``P``: every sequence's positions are an
             ordered random subset of ``0 .. P - 1`` (``P >= max_length``).
+        supervised_positions: ``None`` (the loss reads every label), or ``N``:
+            the loss (and the tuning's validation) reads the labels of
+            positions ``0 .. N - 1`` only (``N <= train_length``).
 
     Every field is a flag of ``python -m relpos.book.experiments`` (its
     ``metadata`` holds the flag's help), and the checks here are the command
@@ -263,6 +271,15 @@ class Config(Settings):
         ),
     )
 
+    supervised_positions: int | None = field(
+        default=None,
+        metadata=_about(
+            "train (and tune) on the labels of the first N positions of each "
+            "sequence only; every position is still scored (default: every label)",
+            metavar="N",
+        ),
+    )
+
     def __post_init__(self) -> None:
         for name in ("task", "scheme"):
             value = getattr(self, name)
@@ -299,6 +316,13 @@ class Config(Settings):
                 )
         if self.random_positions is not None:
             check_int("random_positions", self.random_positions, minimum=1)
+        if self.supervised_positions is not None:
+            check_int("supervised_positions", self.supervised_positions, minimum=1)
+            if self.supervised_positions > self.train_length:
+                raise ValueError(
+                    "supervised_positions must be <= train_length="
+                    f"{self.train_length}, got {self.supervised_positions}"
+                )
         self._check_task_lengths()
         if self.position_range is not None and self.position_range < self.max_length:
             raise ValueError(

@@ -9,11 +9,10 @@ rerun of the same command reads the records that exist and trains only the
 missing runs; a file whose stored kind, config, schema or version differs from
 the run asked for is never reused (it is overwritten when that run finishes).
 
-A store of its own schema, ``RunStore(folder, schema=N, versioned=False)``,
-keys its runs on that schema alone and not on ``relpos.__version__``: the runs
-of a probe committed to git (``results/probes/<probe>/runs/``) outlive a
-release, and only a bump of the probe's schema (its numbers changed) orphans
-them.
+A store opened with a ``stamp`` (a probe's ``{"probe": name, "schema": n}``)
+keys its runs on that stamp instead of the sweep schema and the version, so a
+runs folder committed to git stays valid when ``relpos.__version__`` moves;
+its owner raises its own schema when its numbers change.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import relpos
 
@@ -35,27 +34,44 @@ SCHEMA = 3
 KINDS = ("measured", "tuning")
 
 
+Stamp = Mapping[str, Any]
+
+
+def default_stamp() -> dict[str, Any]:
+    """What keys a sweep's runs besides kind and config: the schema and version."""
+    return {"schema": SCHEMA, "relpos": relpos.__version__}
+
+
+def check_stamp(stamp: Stamp | None) -> dict[str, Any]:
+    """``stamp`` as a dict (``default_stamp()`` for None), JSON-ready, no record
+    field's name; TypeError/ValueError naming ``stamp`` otherwise."""
+    if stamp is None:
+        return default_stamp()
+    if not isinstance(stamp, Mapping) or not stamp:
+        raise TypeError(f"stamp must be a non-empty mapping or None, got {stamp!r}")
+    taken = sorted({"kind", "config", "record"} & set(stamp))
+    if taken or not all(isinstance(k, str) for k in stamp):
+        raise ValueError(f"stamp keys must be str, none of {taken}, got {list(stamp)}")
+    json.dumps(dict(stamp))  # a value JSON cannot write raises TypeError here
+    return dict(stamp)
+
+
 def _identity(
-    kind: str, config: Config, schema: int = SCHEMA, versioned: bool = True
+    kind: str, config: Config, stamp: Stamp | None = None
 ) -> dict[str, Any]:
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    identity = {"kind": kind, "config": config.to_dict(), "schema": schema}
-    if versioned:
-        identity["relpos"] = relpos.__version__
-    return identity
+    return {"kind": kind, "config": config.to_dict(), **check_stamp(stamp)}
 
 
-def run_key(
-    kind: str, config: Config, schema: int = SCHEMA, versioned: bool = True
-) -> str:
+def run_key(kind: str, config: Config, stamp: Stamp | None = None) -> str:
     """The name of a run's record: SHA-256 of its kind, config, schema and version.
 
     Two runs share a key only if every field of their ``Config`` is equal (and
     kind, schema and relpos version), so a record is never taken for a run it
-    does not belong to. ``versioned=False`` leaves the version out.
+    does not belong to. A ``stamp`` replaces the schema and the version.
     """
-    text = json.dumps(_identity(kind, config, schema, versioned), sort_keys=True)
+    text = json.dumps(_identity(kind, config, stamp), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
@@ -63,20 +79,16 @@ class RunStore:
     """A runs folder: ``get`` a finished run's record, ``put`` one atomically.
 
     ``folder=None`` keeps the records in memory only (nothing survives the
-    process: a sweep in a notebook or a test). ``schema`` and ``versioned``:
-    what a key holds besides the run (default: the sweeps' schema and
-    ``relpos.__version__``).
+    process: a sweep in a notebook or a test). ``stamp`` (default: the sweep
+    schema and ``relpos.__version__``) is what keys the runs besides their kind
+    and config.
     """
 
     def __init__(
-        self,
-        folder: str | os.PathLike | None = None,
-        *,
-        schema: int = SCHEMA,
-        versioned: bool = True,
+        self, folder: str | os.PathLike | None = None, *, stamp: Stamp | None = None
     ) -> None:
-        self.schema, self.versioned = schema, versioned
         self.folder = None if folder is None else Path(folder)
+        self.stamp = None if stamp is None else check_stamp(stamp)
         self._memory: dict[str, dict[str, Any]] = {}
         if self.folder is not None:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -85,19 +97,11 @@ class RunStore:
         """Where the record of this run lives (None for an in-memory store)."""
         if self.folder is None:
             return None
-        return self.folder / f"{kind}-{self.key(kind, config)}.json"
-
-    def key(self, kind: str, config: Config) -> str:
-        """This store's key of a run (:func:`run_key` with its schema)."""
-        return run_key(kind, config, self.schema, self.versioned)
-
-    def identity(self, kind: str, config: Config) -> dict[str, Any]:
-        """What a record of this run stores besides the record itself."""
-        return _identity(kind, config, self.schema, self.versioned)
+        return self.folder / f"{kind}-{run_key(kind, config, self.stamp)}.json"
 
     def get(self, kind: str, config: Config) -> dict[str, Any] | None:
         """The stored record of this run, or None (missing, unreadable, other run)."""
-        key = self.key(kind, config)
+        key = run_key(kind, config, self.stamp)
         if self.folder is None:
             return self._memory.get(key)
         try:
@@ -106,19 +110,18 @@ class RunStore:
             return None
         if not isinstance(data, dict) or "record" not in data:
             return None
-        identity = self.identity(kind, config)
-        if {k: data.get(k) for k in identity} != identity or (
-            "relpos" in data and not self.versioned
-        ):
+        identity = _identity(kind, config, self.stamp)
+        if {k: data.get(k) for k in identity} != identity:
             return None  # a record of another run (or another version)
         return data["record"]
 
     def put(self, kind: str, config: Config, record: dict[str, Any]) -> dict[str, Any]:
         """Store ``record`` for this run; return it as it reads back (plain JSON)."""
-        text = json.dumps({**self.identity(kind, config), "record": record}, indent=1)
+        identity = _identity(kind, config, self.stamp)
+        text = json.dumps({**identity, "record": record}, indent=1)
         stored = json.loads(text)["record"]
         if self.folder is None:
-            self._memory[self.key(kind, config)] = stored
+            self._memory[run_key(kind, config, self.stamp)] = stored
             return stored
         target = self.path(kind, config)
         handle, temporary = tempfile.mkstemp(
@@ -134,4 +137,12 @@ class RunStore:
         return stored
 
 
-__all__ = ["KINDS", "SCHEMA", "RunStore", "run_key"]
+__all__ = [
+    "KINDS",
+    "SCHEMA",
+    "RunStore",
+    "Stamp",
+    "check_stamp",
+    "default_stamp",
+    "run_key",
+]

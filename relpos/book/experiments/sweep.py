@@ -276,6 +276,7 @@ def run_sweep(
     runs_dir: str | os.PathLike | None = None,
     progress: bool = True,
     command: str | None = None,
+    stamp: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Tune, train and measure every (setting, task, scheme, size, seed): the JSON dict.
 
@@ -289,8 +290,10 @@ def run_sweep(
     rates (``tuning.tune_cells``), and the cell's measured runs use the best
     rate. ``engine``, ``workers``, ``scheduler``
     and ``threads`` are :func:`open_engine`'s; ``runs_dir`` is the runs folder
-    (``None``: records in memory only, nothing to resume from). The progress
-    bars (tqdm, on stderr) count finished runs.
+    (``None``: records in memory only, nothing to resume from), ``stamp``
+    what keys its records besides kind and config (``store.RunStore``; default
+    the sweep schema and the version). The progress bars (tqdm, on stderr)
+    count finished runs.
     """
     settings = [base.setting] if settings is None else list(settings)
     settings = _check_names("settings", settings, SETTINGS)
@@ -314,7 +317,7 @@ def run_sweep(
         for seed in seeds
     ]  # every Config re-checks its fields before any run starts
     tune_grid = [(s, t, m, n) for s, t, m in cells for n in train_sizes]
-    store = RunStore(runs_dir)
+    store = RunStore(runs_dir, stamp=stamp)
     start = time.perf_counter()
     with open_engine(
         engine, workers=workers, scheduler=scheduler, threads=threads

@@ -218,7 +218,8 @@ class Task:
         The model is trained on every label, ``NO_TOKEN`` included, but a model
         that only learnt "no token" would otherwise score ``shift / n`` (or
         ``width / n``) for free. A layout scores its answer slots: every label
-        but ``IGNORE`` (which the loss skips).
+        but ``IGNORE`` (which the loss skips). A label set to ``IGNORE``
+        (``Config.supervised_positions``) is never scored, whatever the kind.
 
         Shapes:
             labels: ``(b, n)``
@@ -227,8 +228,8 @@ class Task:
         if self.kind in LAYOUTS:
             return labels != IGNORE
         if self.kind != "position":
-            return labels != self.vocab_size
-        return torch.ones_like(labels, dtype=torch.bool)
+            return (labels != self.vocab_size) & (labels != IGNORE)
+        return labels != IGNORE
 
     def sample(
         self, num_sequences: int, length: int, *, seed: int

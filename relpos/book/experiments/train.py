@@ -13,7 +13,8 @@ its batch from the sequences of that length (as Delétang et al. 2023 and Ruoss
 et al. 2023 sample a length per batch). With randomised positions
 (``config.position_range``) every step draws each sequence's positions
 (``randomised.draw_positions``) from a generator of its own, so the batches are
-those of the same run without them.
+those of the same run without them. With ``supervised_positions`` the loss
+reads the labels of the first ``N`` positions only (:func:`supervise`).
 
 Shape legend:
     tokens, labels: ``(b, n)``; logits: ``(b, n, classes)``
@@ -33,6 +34,7 @@ import torch.nn.functional as F
 
 from .config import Config, data_seed, derive_seed, model_seed
 from .model import TinyModel
+from .layouts import IGNORE
 from .randomised import draw_positions
 from .tasks import get_task
 
@@ -110,6 +112,21 @@ def optimise(
     return losses
 
 
+def supervise(labels: torch.Tensor, config: Config) -> torch.Tensor:
+    """``labels`` with every position from ``config.supervised_positions`` on
+    ``IGNORE`` (skipped by the loss); ``labels`` itself when the field is off.
+
+    Shapes:
+        labels: ``(b, n)``
+        output: ``(b, n)``
+    """
+    if config.supervised_positions is None:
+        return labels
+    masked = labels.clone()  # (b, n)
+    masked[:, config.supervised_positions :] = IGNORE
+    return masked
+
+
 def initial_model(config: Config, *, seed: int | None = None) -> TinyModel:
     """The model of ``config`` before training: built under its model seed.
 
@@ -177,7 +194,8 @@ def train(
                 config.batch_size, tokens.shape[1], spread, places
             )  # (b, n)
         logits = model(tokens[rows], positions=positions)  # (b, n, classes)
-        return F.cross_entropy(logits.flatten(0, 1), labels[rows].flatten())
+        targets = supervise(labels[rows], config)  # (b, n)
+        return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
 
     with deterministic(seed):
         losses = optimise(model, config, batch_loss, on_step=on_step)
@@ -191,6 +209,7 @@ __all__ = [
     "initial_model",
     "learning_rate_factor",
     "optimise",
+    "supervise",
     "train",
     "training_set",
 ]

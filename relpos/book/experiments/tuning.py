@@ -30,7 +30,7 @@ from .measure import accuracy
 from .model import TinyModel
 from .rate_grid import tune_rates
 from .tasks import Task, get_task
-from .train import train
+from .train import supervise, train
 
 
 def mean_final_loss(losses: list[float], steps: int) -> float:
@@ -43,16 +43,19 @@ def validation_set(config: Config) -> tuple[torch.Tensor, torch.Tensor]:
     """``config.test_size`` validation sequences of the training length.
 
     Seeded by ``data_seed(config, L, "valid")``: drawn apart from the training
-    and the test sequences.
+    and the test sequences. With ``supervised_positions`` the labels beyond
+    them are ``IGNORE`` (``train.supervise``): the rate is chosen on the
+    positions the loss reads, never on the ones a probe scores apart.
 
     Shapes:
         output: tokens ``(test_size, L)``, labels ``(test_size, L)``
     """
     length = config.train_length
     task = get_task(config.task)
-    return task.sample(
+    tokens, labels = task.sample(
         config.test_size, length, seed=data_seed(config, length, "valid")
     )
+    return tokens, supervise(labels, config)
 
 
 def validation_loss(

@@ -32,8 +32,9 @@ from importlib.resources.abc import Traversable
 from typing import Any
 
 _SUFFIXES = (".json", ".png", ".svg")
-#: The subfolders of committed results: the protocol's sweeps and the first pass.
-SUBFOLDERS = ("protocol", "first_pass")
+#: The subfolders of committed results: the protocol's sweeps, the first pass,
+#: and the probes of chapter 1's claims (each probe's runs folder below it).
+SUBFOLDERS = ("protocol", "first_pass", "probes")
 
 
 def names() -> list[str]:

@@ -12,7 +12,7 @@ a record::
      "intervention": "what was changed to test the mechanism",   # when one ran
      "seed_claim": "generalisation" | "length" | "linguistic" | "gradient",
      "prediction": "what the claim predicts, written before the run",  # a probe's
-     "falsifier": "what result would falsify it"}                      # a probe's
+     "falsifier": "the result that would falsify it"}                   # a probe's
 
 ``seed_claim`` marks the four claims chapter 1 makes for relative positions
 (at most one record each). :func:`check_record` refuses a record that breaks

@@ -159,14 +159,17 @@ def train_objectives(
     offset: int = 3,
     measure_every: int = 25,
     valid_windows: int = 64,
+    split: str = "valid",
 ) -> dict[str, Any]:
     """Train on ``objectives`` (summed), measuring the gradient cosines as it goes.
 
     Every run of one (scheme, seed) starts from the same weights and reads the
     same batches, whatever it trains on. Returns ``objectives``, ``steps`` (the
     steps measured), ``cosines`` (``{group: [cosine per measured step]}``),
-    ``valid`` (each objective's loss on ``valid_windows`` validation windows
-    of ``L`` at the end; the untrained one is still measured) and ``seconds``.
+    ``valid`` (each objective's loss on ``valid_windows`` windows of ``L`` of
+    the validation split at the end; the untrained one is still measured;
+    with ``split="test"`` the key is ``test`` and the windows the test split's)
+    and ``seconds``.
 
     Shapes:
         (no tensors)
@@ -178,9 +181,11 @@ def train_objectives(
         )
     check_int("measure_every", measure_every, minimum=1)
     check_int("valid_windows", valid_windows, minimum=1)
+    if split not in ("valid", "test"):
+        raise ValueError(f"split must be 'valid' or 'test', got {split!r}")
     start = time.perf_counter()
     corpus = corpus_of(config)
-    stream, valid = corpus.stream("train"), corpus.stream("valid")
+    stream, valid = corpus.stream("train"), corpus.stream(split)
     heads = initial_heads(config, offset)
     data = torch.Generator().manual_seed(data_seed(config))
     width = config.train_length + 1
@@ -214,7 +219,7 @@ def train_objectives(
         "objectives": list(objectives),
         "steps": measured,
         "cosines": cosines,
-        "valid": {name: float(loss) for name, loss in final.items()},
+        split: {name: float(loss) for name, loss in final.items()},
         "seconds": time.perf_counter() - start,
     }
 

@@ -46,7 +46,7 @@ import torch
 
 import relpos
 
-from ..experiments.engine import execute, open_engine
+from ..experiments.engine import JobFunction, execute, open_engine
 from ..experiments.schemes import SCHEMES
 from ..experiments.store import RunStore
 from ..experiments.sweep import check_tune_seeds, machine_info
@@ -139,6 +139,8 @@ def run_text_sweep(
     runs_dir: str | os.PathLike | None = None,
     progress: bool = True,
     command: str | None = None,
+    job: JobFunction = text_job,
+    store: RunStore | None = None,
 ) -> dict[str, Any]:
     """Tune, train and evaluate every (setting, scheme, seed): the JSON dict.
 
@@ -147,7 +149,10 @@ def run_text_sweep(
     ``tune_seeds`` (disjoint from ``seeds``), the grid extended up to
     ``max_rates`` rates; with one rate every cell trains at it, untuned.
     ``engine``, ``workers``, ``scheduler`` and ``threads`` are ``open_engine``'s;
-    ``runs_dir`` the runs folder (None: in memory).
+    ``runs_dir`` the runs folder (None: in memory), or ``store`` a runs store
+    of its own (a probe's, keyed on the probe's schema). ``job`` runs a job
+    (default :func:`text_job`; a probe passes one whose measured runs record
+    more, with the same ``eval``).
     """
     settings = _check_names("settings", settings, SETTINGS)
     schemes = _check_names("schemes", schemes, SCHEMES)
@@ -166,11 +171,14 @@ def run_text_sweep(
     for setting, scheme in cells:  # every run's config checked before any runs
         for seed in [*seeds, *tune_seeds]:
             base.replace(setting=setting, scheme=scheme, seed=seed)
-    store = RunStore(runs_dir)
+    if store is None:
+        store = RunStore(runs_dir)
+    elif runs_dir is not None:
+        raise ValueError("runs_dir and store must not both be given")
     start = time.perf_counter()
     tuning_runs: list[dict[str, Any]] = []
     with open_engine(
-        engine, workers=workers, scheduler=scheduler, threads=threads, job=text_job
+        engine, workers=workers, scheduler=scheduler, threads=threads, job=job
     ) as executor:
 
         def run(kind: str, configs: list[TextConfig]) -> list[dict[str, Any]]:

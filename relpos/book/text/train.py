@@ -203,7 +203,7 @@ def run_text(config: TextConfig) -> dict[str, Any]:
     measured = evaluate_text(trained.model, config, test)
     closers = alignment_record(trained.model, config, test)
     return {
-        **_identity(config, trained),
+        **run_identity(config, trained),
         "eval_seconds": time.perf_counter() - start,
         "eval": measured,
         "alignment": closers,
@@ -223,10 +223,11 @@ def tune_text(config: TextConfig) -> dict[str, Any]:
         trained.model, config, corpus.stream("valid"), config.train_length
     )
     bpb = valid["bpb"] if math.isfinite(valid["bpb"]) else None
-    return {**_identity(config, trained), "valid_bpb": bpb}
+    return {**run_identity(config, trained), "valid_bpb": bpb}
 
 
-def _identity(config: TextConfig, trained: TrainedText) -> dict[str, Any]:
+def run_identity(config: TextConfig, trained: TrainedText) -> dict[str, Any]:
+    """The fields every record of a run shares: what ran, its size, its time."""
     return {
         "setting": config.setting,
         "scheme": config.scheme,
@@ -244,6 +245,7 @@ __all__ = [
     "EVAL_TOKENS",
     "TrainedText",
     "corpus_of",
+    "run_identity",
     "evaluate_length",
     "evaluate_text",
     "initial_model",

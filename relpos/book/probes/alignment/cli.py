@@ -24,7 +24,7 @@ from .design import ABSOLUTE_ARMS, ARM_CONFIGS, FULL_STEPS, MAIN_ARM, VERDICT_ST
 from .items import ITEMS_PATH
 
 #: Where the results go (the runs folder, the per-item table beside the JSON).
-RESULTS = ITEMS_PATH.parents[1]
+RESULTS = ITEMS_PATH.parent
 DEFAULT_SEEDS = tuple(range(10))
 DEFAULT_TUNE_SEEDS = (100, 101)
 DEFAULT_RATES = (1e-3, 3.16e-3, 1e-2)
@@ -61,7 +61,9 @@ def build_parser() -> _cli.OneLineParser:
         help="per arm, each item's share of seeds right and mean margin")
     add("--plot", default=str(RESULTS.parent / "alignment.png"), metavar="PATH",
         help="the figure")
-    add_engine_flags(parser, workers=2, runs_dir=str(RESULTS / "runs"))
+    add_engine_flags(parser, workers=2, runs_help="; the probe's committed "
+                     "folder, which make probe-alignment passes, is "
+                     "relpos/book/results/probes/alignment/runs")
     return parser
 
 

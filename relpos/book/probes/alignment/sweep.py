@@ -6,8 +6,8 @@ read) over a log-spaced grid extended past an edge until the best is interior
 (``experiments.rate_grid.tune_rates``); then every measured seed trains at the
 chosen rate and scores every item. Runs go to the experiments' executors
 (``open_engine``); each finished run is its own record in a runs folder keyed
-on :data:`design.PROBE_SCHEMA` and not on the relpos version
-(``RunStore(versioned=False)``), committed to git, so the sweep resumes across
+on :data:`STAMP` (the probe and ``design.PROBE_SCHEMA``) and not on the relpos
+version (``RunStore(stamp=STAMP)``), committed to git, so the sweep resumes across
 sessions and releases.
 
 The JSON (``alignment.json``)::
@@ -45,6 +45,8 @@ from ...experiments.sweep import check_tune_seeds, machine_info
 from .design import ARM_CONFIGS, ARMS, FALSIFIER, MECHANISM, PREDICTION, PROBE_SCHEMA
 from .run import ProbeRun, check_items, probe_run
 
+#: What stamps every record of the runs folder (instead of relpos's version).
+STAMP = {"probe": "alignment", "schema": PROBE_SCHEMA}
 #: The fields of a ProbeRun a sweep varies or chooses (not in the JSON's config).
 SWEPT = ("arm", "seed", "learning_rate")
 
@@ -74,8 +76,8 @@ class _Jobs(RunStore):
 
 
 def probe_store(runs_dir: str | os.PathLike | None) -> RunStore:
-    """The runs folder of the probe: keyed on ``PROBE_SCHEMA``, not the version."""
-    return _Jobs(runs_dir, schema=PROBE_SCHEMA, versioned=False)
+    """The runs folder of the probe: keyed on :data:`STAMP`, not the version."""
+    return _Jobs(runs_dir, stamp=STAMP)
 
 
 def _label(kind: str, job: Any) -> str:
@@ -198,4 +200,4 @@ def run_probe(
     }
 
 
-__all__ = ["SWEPT", "probe_job", "probe_store", "run_probe"]
+__all__ = ["STAMP", "SWEPT", "probe_job", "probe_store", "run_probe"]

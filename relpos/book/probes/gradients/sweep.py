@@ -1,0 +1,192 @@
+"""The gradient probe's sweep: every cell tuned, every seed trained, one JSON.
+
+A cell is an (arm, mix): an arm of :data:`design.ARMS` trained on the content
+objective alone or with the position objective. Each cell's learning rate is
+tuned on the tuning seeds over a log-spaced grid extended past an edge until
+the best is interior (``experiments.rate_grid.tune_rates``, chapter 12's rule),
+scored by the summed validation loss of the objectives it trains on; every
+measured seed then trains at the chosen rate and is measured on the test split.
+Runs go to the experiments' executors (``engine.open_engine``) and every
+finished run is a record in the runs folder (``store.RunStore``) stamped with
+the probe's own schema (:data:`design.SCHEMA`), not relpos's version: the folder
+is committed, and a stopped sweep resumes in another session.
+
+The JSON (``RESULT_SCHEMA = 1``)::
+
+    {"schema": 1, "probe": "gradients", "design": {prediction, falsifier, arms,
+     mechanism, aux_target, offset, mixes, schema}, "commands": [...],
+     "machine": {...}, "torch", "corpus": {...}, "config": {the base TextConfig
+     less scheme, seed and rate}, "grid": {"arm": [...], "seed": [...]},
+     "tuning": {"grid", "seeds", "max_rates", "cells": [{"arm", "objectives",
+     "rates", "scores", "chosen", "bracketed"}], "runs": [...]},
+     "runs": [measured records, run.train_run], "summary": analysis.summarize,
+     "wall_seconds", "run_seconds"}
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from typing import Any
+
+import torch
+
+from ...experiments.engine import execute, open_engine
+from ...experiments.rate_grid import tune_rates
+from ...experiments.store import RunStore
+from ...experiments.sweep import check_tune_seeds, machine_info
+from ...text.config import TextConfig
+from ...text.corpus import stdlib_corpus
+from . import design
+from .analysis import summarize
+from .run import ProbeRun, label, probe_job, score
+
+#: The JSON schema of the probe's result.
+RESULT_SCHEMA = 1
+#: What stamps every record of the runs folder (instead of relpos's version).
+STAMP = {"probe": "gradients", "schema": design.SCHEMA}
+#: The fields of the config a sweep varies or chooses (not in the JSON's config).
+SWEPT = ("scheme", "seed", "learning_rate")
+
+Cell = tuple[str, tuple[str, ...]]  # (arm, objectives)
+
+
+def design_record() -> dict[str, Any]:
+    """The design as the JSON holds it (the sentences written before the runs)."""
+    return {
+        "prediction": design.PREDICTION,
+        "falsifier": design.FALSIFIER,
+        "mechanism": design.MECHANISM,
+        "arms": dict(design.ARMS),
+        "aux_target": design.AUX_TARGET,
+        "offset": design.OFFSET,
+        "mixes": [list(m) for m in design.MIXES],
+        "schema": design.SCHEMA,
+    }
+
+
+def run_probe(
+    base: TextConfig,
+    *,
+    arms: list[str],
+    seeds: list[int],
+    learning_rates: list[float],
+    tune_seeds: list[int],
+    max_rates: int = 5,
+    engine: str = "local",
+    workers: int = 1,
+    scheduler: str | None = None,
+    threads: int = 1,
+    runs_dir: str | os.PathLike | None = None,
+    progress: bool = True,
+    command: str | None = None,
+) -> dict[str, Any]:
+    """Tune every cell, train every seed at the chosen rate: the JSON dict.
+
+    ``base`` supplies every field but the arm, seed and rate (its corpus
+    SHA-256 is set here). ``engine``, ``workers``, ``scheduler`` and
+    ``threads`` are ``open_engine``'s; ``runs_dir`` the runs folder (None: in
+    memory).
+    """
+    unknown = [a for a in arms if a not in design.ARMS]
+    if not arms or unknown or len(set(arms)) != len(arms):
+        raise ValueError(
+            f"arms must be distinct names from {tuple(design.ARMS)}, got {arms!r}"
+        )
+    tune_seeds = check_tune_seeds(tune_seeds, seeds)
+    if not tune_seeds or len(learning_rates) < 2:
+        raise ValueError("the probe tunes: give two rates or more and a tuning seed")
+    corpus = stdlib_corpus(base.corpus)
+    base = base.replace(corpus_sha256=corpus.sha256)
+    cells: list[Cell] = [(arm, mix) for arm in arms for mix in design.MIXES]
+    for arm in arms:  # every run's config checked before any runs
+        for seed in [*seeds, *tune_seeds]:
+            base.replace(scheme=arm, seed=seed)
+    store = RunStore(runs_dir, stamp=STAMP)
+    start = time.perf_counter()
+    tuning_runs: list[dict[str, Any]] = []
+    with open_engine(
+        engine, workers=workers, scheduler=scheduler, threads=threads, job=probe_job
+    ) as executor:
+
+        def run(kind: str, runs: list[ProbeRun]) -> list[dict[str, Any]]:
+            records, _ = execute(
+                [(kind, r) for r in runs],
+                store,
+                executor,
+                progress=progress,
+                description=kind,
+                label=label,
+            )
+            return records
+
+        def measure(jobs: list[tuple[Cell, float]]) -> list[float | None]:
+            runs = [
+                ProbeRun(base.replace(scheme=arm, seed=s, learning_rate=rate), mix)
+                for (arm, mix), rate in jobs
+                for s in tune_seeds
+            ]
+            records = run("tuning", runs)
+            tuning_runs.extend(records)
+            size = len(tune_seeds)
+            scores = []
+            for i in range(0, len(records), size):
+                mine = [score(r) for r in records[i : i + size]]
+                finite = all(v == v and abs(v) != float("inf") for v in mine)
+                scores.append(statistics.fmean(mine) if finite else None)
+            return scores
+
+        chosen = tune_rates(cells, learning_rates, measure, max_rates=max_rates)
+        grid = [
+            ProbeRun(
+                base.replace(
+                    scheme=arm, seed=s, learning_rate=chosen[arm, mix]["chosen"]
+                ),
+                mix,
+            )
+            for arm, mix in cells
+            for s in seeds
+        ]
+        runs = run("measured", grid)
+    result: dict[str, Any] = {
+        "schema": RESULT_SCHEMA,
+        "probe": "gradients",
+        "design": design_record(),
+        "commands": [] if command is None else [command],
+        "machine": {
+            **machine_info(),
+            "torch_threads": threads,
+            "engine": engine,
+            "workers": workers,
+        },
+        "torch": torch.__version__,
+        "corpus": corpus.about(),
+        "config": {k: v for k, v in base.to_dict().items() if k not in SWEPT},
+        "grid": {"arm": list(arms), "seed": list(seeds)},
+        "tuning": {
+            "grid": list(learning_rates),
+            "seeds": list(tune_seeds),
+            "max_rates": max_rates,
+            "cells": [
+                {
+                    "arm": arm,
+                    "objectives": list(mix),
+                    "rates": chosen[arm, mix]["rates"],
+                    "scores": chosen[arm, mix]["scores"],
+                    "chosen": chosen[arm, mix]["chosen"],
+                    "bracketed": chosen[arm, mix]["bracketed"],
+                }
+                for arm, mix in cells
+            ],
+            "runs": tuning_runs,
+        },
+        "runs": runs,
+        "wall_seconds": time.perf_counter() - start,
+    }
+    result["run_seconds"] = sum(r["seconds"] for r in [*tuning_runs, *runs])
+    result["summary"] = summarize(result)
+    return result
+
+
+__all__ = ["RESULT_SCHEMA", "STAMP", "SWEPT", "design_record", "run_probe"]

@@ -1,0 +1,280 @@
+"""One stack for every scheme: an encoder or a decoder around any attention by name.
+
+``Transformer`` stacks ``EncoderLayer`` blocks around the attention of one scheme,
+named as the registry names it (``relpos.schemes.scheme_names()``), or
+``"deberta"`` (``DisentangledSelfAttention``, its layers sharing one table as in
+``DisentangledEncoder``) or ``"none"`` (content attention, no positions)::
+
+    stack = relpos.Transformer("alibi", num_layers=2, hidden_size=64, num_heads=4,
+                               causal=True, norm_first=True, norm="rms",
+                               activation="swiglu")
+    hidden = stack(x)                       # (b, n, hidden)
+
+It numbers its layers (``layer.attention.cache_index``), so one ``KVCache``
+serves the whole stack. ``TransformerLM`` adds token embeddings and a head over
+the vocabulary, and ``generate`` (``relpos.generate``) decodes with a cache.
+
+The constructor arguments of a scheme's attention go in ``attention_settings``
+(``{"num_buckets": 32, "max_distance": 128}`` for T5); a variant's name
+(``"shaw-keys"``, ``"kerple-power"``) brings its own changes first. Every scheme
+runs on ``backend`` (default ``"gather"``, one rule for every scheme).
+
+Shape legend:
+    b  batch      n  sequence length      hidden  model width      v  vocabulary
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from .attention import DisentangledSelfAttention
+from .backends import BACKENDS
+from .cache import KVCache
+from .checks import check_choice, check_int
+from .core import SelfAttention
+from .embedding import RelativePositionEmbedding
+from .encoder import EncoderLayer, _norm
+from .generate import generate
+from .schemes import registry
+
+#: The names a stack takes besides the registry's.
+OWN_SCHEMES = ("deberta", "none")
+
+
+def stack_schemes() -> list[str]:
+    """Every scheme name ``Transformer`` takes: ``"deberta"``, ``"none"``, then the
+    registry's schemes and variants."""
+    return [*OWN_SCHEMES, *registry.scheme_names()]
+
+
+def build_scheme_attention(
+    scheme: str,
+    hidden_size: int,
+    num_heads: int,
+    *,
+    causal: bool = False,
+    backend: str = "gather",
+    dropout: float = 0.0,
+    num_kv_heads: int | None = None,
+    attention_settings: dict[str, Any] | None = None,
+) -> SelfAttention:
+    """The attention of ``scheme`` with its constructor arguments.
+
+    ``"deberta"`` is built without a table of its own (its stack owns one).
+
+    Shapes:
+        the module maps ``(b, n, hidden)`` to ``(b, n, hidden)``
+    """
+    common = dict(
+        dropout=dropout, causal=causal, backend=backend, num_kv_heads=num_kv_heads
+    )
+    settings = {**common, **(attention_settings or {})}  # the settings win
+    if scheme == "deberta":
+        return DisentangledSelfAttention(
+            hidden_size, num_heads, **settings, own_table=False
+        )
+    if scheme == "none":
+        return SelfAttention(hidden_size, num_heads, **settings)
+    if scheme not in registry.scheme_names():
+        raise ValueError(
+            f"scheme must be one of {tuple(stack_schemes())}, got {scheme!r}"
+        )
+    found, variant = registry.resolve(scheme)
+    arguments = {} if variant is None else dict(found.variants[variant])
+    arguments.update(settings)
+    return found.attention(hidden_size, num_heads, **arguments)
+
+
+class Transformer(nn.Module):
+    """``num_layers`` blocks around the attention of ``scheme``, numbered for a cache.
+
+    Args:
+        scheme: a name of ``stack_schemes()``.
+        num_layers, hidden_size, num_heads: the stack's sizes.
+        intermediate_size: the feed-forward width (default ``4 * hidden_size``).
+        causal: a decoder (query ``i`` reads keys ``j <= i``); needed for a cache.
+        backend: the kernel of every layer (``relpos.BACKENDS``).
+        num_kv_heads: grouped-query attention's key/value heads (1: multi-query;
+            ``None``: one per head), on every scheme and kernel.
+        norm_first, norm, activation, dropout, layer_norm_eps: as for
+            ``EncoderLayer``; with ``norm_first`` a last norm ends the stack.
+        attention_settings: constructor arguments of the scheme's attention.
+
+    Attributes:
+        layers: the ``EncoderLayer`` blocks; ``final_norm`` (pre-norm only);
+        table, table_norm: DeBERTa's shared ``(2 * span, hidden)`` table and its
+        LayerNorm (``"deberta"`` only), as in ``DisentangledEncoder``.
+
+    Shapes:
+        hidden_states: ``(b, n, hidden)``; attention_mask: any convention of
+        ``relpos.masks``; positions: ``(n,)`` or ``(b, n)``; output: ``(b, n, hidden)``
+    """
+
+    def __init__(
+        self,
+        scheme: str,
+        num_layers: int,
+        hidden_size: int,
+        num_heads: int,
+        intermediate_size: int | None = None,
+        *,
+        causal: bool = False,
+        backend: str = "gather",
+        num_kv_heads: int | None = None,
+        norm_first: bool = False,
+        norm: str = "layer",
+        activation: str = "gelu",
+        dropout: float = 0.0,
+        layer_norm_eps: float = 1e-7,
+        attention_settings: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        self.scheme = check_choice("scheme", scheme, tuple(stack_schemes()))
+        self.num_layers = check_int("num_layers", num_layers, minimum=1)
+        self.backend = check_choice("backend", backend, BACKENDS)
+        if attention_settings is not None and not isinstance(attention_settings, dict):
+            raise TypeError(
+                "attention_settings must be a dict of the attention's constructor "
+                f"arguments, got {type(attention_settings).__name__}"
+            )
+        width = 4 * hidden_size if intermediate_size is None else intermediate_size
+        self.layers = nn.ModuleList()
+        for index in range(self.num_layers):
+            attention = build_scheme_attention(
+                scheme, hidden_size, num_heads, causal=causal, backend=backend,
+                dropout=dropout, num_kv_heads=num_kv_heads,
+                attention_settings=attention_settings,
+            )
+            attention.cache_index = index  # its own entry of a shared cache
+            self.layers.append(EncoderLayer(
+                attention, hidden_size, width, dropout=dropout,
+                layer_norm_eps=layer_norm_eps, norm_first=norm_first, norm=norm,
+                activation=activation,
+            ))
+        first = self.layers[0]
+        self.hidden_size, self.causal = first.hidden_size, first.attention.causal
+        self.final_norm = (
+            _norm(norm, hidden_size, layer_norm_eps) if norm_first else None
+        )
+        self.table = self.table_norm = None
+        if scheme == "deberta":
+            self.table = RelativePositionEmbedding(first.attention.span, hidden_size)
+            self.table_norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
+        self.table_dropout = nn.Dropout(first.dropout_p)
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        positions: torch.Tensor | None = None,
+        document_ids: torch.Tensor | None = None,
+        cache: KVCache | None = None,
+        key_padding_mask: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Every block in turn, each reading and writing its own entry of ``cache``.
+
+        Shapes:
+            hidden_states: ``(b, n, hidden)``; output: ``(b, n, hidden)``
+        """
+        given = dict(
+            positions=positions, document_ids=document_ids, cache=cache,
+            key_padding_mask=key_padding_mask, attn_mask=attn_mask,
+        )
+        table = None
+        if self.table is not None:
+            table = self.table_norm(self.table.weight)  # (2 * span, hidden)
+        for layer in self.layers:
+            extra = {}
+            if table is not None:
+                extra["rel_embeddings"] = self.table_dropout(table)  # each its own
+            hidden_states = layer(hidden_states, attention_mask, **given, **extra)
+        if self.final_norm is not None:
+            hidden_states = self.final_norm(hidden_states)
+        return hidden_states  # (b, n, hidden)
+
+    def extra_repr(self) -> str:
+        return f"scheme={self.scheme!r}, num_layers={self.num_layers}"
+
+
+class TransformerLM(nn.Module):
+    """Token embeddings, a ``Transformer`` and a linear head over the vocabulary.
+
+    Position information comes from the scheme alone (nothing is added to the
+    token embeddings). Causal by default: a language model that ``generate``
+    decodes with a cache.
+
+    Args:
+        vocab_size: the number of token ids.
+        scheme, num_layers, hidden_size, num_heads: as for ``Transformer``.
+        causal: ``False`` makes a bidirectional (masked) language model.
+        others: as for ``Transformer``.
+
+    Shapes:
+        input_ids: ``(b, n)`` long; output: logits ``(b, n, v)``
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        scheme: str,
+        num_layers: int,
+        hidden_size: int,
+        num_heads: int,
+        intermediate_size: int | None = None,
+        *,
+        causal: bool = True,
+        **stack_arguments: Any,
+    ) -> None:
+        super().__init__()
+        self.vocab_size = check_int("vocab_size", vocab_size, minimum=1)
+        self.embed = nn.Embedding(vocab_size, hidden_size)
+        self.stack = Transformer(
+            scheme, num_layers, hidden_size, num_heads, intermediate_size,
+            causal=causal, **stack_arguments,
+        )
+        self.head = nn.Linear(hidden_size, vocab_size)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        **stack_inputs: Any,
+    ) -> torch.Tensor:
+        """The logits of every position (``stack_inputs``: as ``Transformer``).
+
+        Shapes:
+            input_ids: ``(b, n)``; output: ``(b, n, v)``
+        """
+        if not isinstance(input_ids, torch.Tensor) or input_ids.dtype != torch.long:
+            raise TypeError(
+                "input_ids must be a long tensor of shape (b, n), got "
+                f"{getattr(input_ids, 'dtype', type(input_ids).__name__)}"
+            )
+        if input_ids.dim() != 2:
+            raise ValueError(
+                f"input_ids must have shape (b, n), got {tuple(input_ids.shape)}"
+            )
+        hidden = self.stack(self.embed(input_ids), attention_mask, **stack_inputs)
+        return self.head(hidden)  # (b, n, v)
+
+    def generate(self, input_ids: torch.Tensor, max_new_tokens: int, **options: Any):
+        """``relpos.generate(self, input_ids, max_new_tokens, **options)``.
+
+        Shapes:
+            input_ids: ``(b, n)``; output: ``(b, n + m)``
+        """
+        return generate(self, input_ids, max_new_tokens, **options)
+
+
+__all__ = [
+    "OWN_SCHEMES",
+    "Transformer",
+    "TransformerLM",
+    "build_scheme_attention",
+    "stack_schemes",
+]
