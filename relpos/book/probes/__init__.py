@@ -12,6 +12,9 @@ so a sweep resumes across sessions) and its result to
 - ``positions``: claim 1, generalisation across positions (a rule supervised
   in the first half of each window, scored in the second half; and the
   data-efficiency curve from 8 training sequences).
+- ``alignment``: claim 3, linguistic alignment (minimal pairs from a generated
+  grammar, agreement across attractors and Dyck-2, at controlled distances and
+  offsets inside L).
 - ``gradients``: claim 4, cleaner gradient flow (positions added to the input,
   as TUPE's untied term or as DeBERTa's terms; the content cost of a position
   objective learned to a matched level).
