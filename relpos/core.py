@@ -151,8 +151,8 @@ class SelfAttention(nn.Module):
         num_heads: number of attention heads.
         dropout: dropout on the attention probabilities (training only).
         backend: the kernel (a name in ``relpos.BACKENDS``): ``"naive"``,
-            ``"gather"``, ``"flex"`` or any registered one; every scheme runs on
-            every kernel.
+            ``"gather"`` (every module's default), ``"flex"`` or any registered
+            one; every scheme runs on every kernel.
         causal: query ``i`` attends to keys ``j <= i`` only (a decoder).
         num_kv_heads: ``g``, the key/value heads of grouped-query attention
             (Ainslie et al. 2023; 1 is multi-query attention): each serves
@@ -177,7 +177,7 @@ class SelfAttention(nn.Module):
         num_heads: int,
         dropout: float = 0.0,
         *,
-        backend: str = "naive",
+        backend: str = "gather",
         causal: bool = False,
         num_kv_heads: int | None = None,
     ) -> None:

@@ -185,3 +185,22 @@ def test_bad_registrations_name_the_argument():
     variants = REGISTRY["shaw"].variants
     with pytest.raises(TypeError):
         variants["shaw-keys"]["relative_values"] = True  # read-only
+
+
+def test_build_attention_honours_the_backend_and_names_a_missing_field():
+    import types
+
+    from relpos.schemes import build_attention
+
+    sizes = dict(hidden_size=16, num_heads=2, causal=False)
+    config = types.SimpleNamespace(**sizes, backend="flex")
+    assert build_attention("alibi", config).backend == "flex"  # config.backend
+    assert build_attention("alibi", config, backend="naive").backend == "naive"
+    # One default kernel for every scheme, rotary included.
+    plain = types.SimpleNamespace(**sizes)
+    assert build_attention("rotary", plain).backend == "gather"
+    assert build_attention("alibi", plain).backend == "gather"
+    with pytest.raises(TypeError, match="config must have a field 'position_buckets'"):
+        build_attention("t5", plain)
+    with pytest.raises(ValueError, match="backend must be one of"):
+        build_attention("alibi", plain, backend="cuda")

@@ -251,19 +251,37 @@ def resolve(name: str) -> tuple[SchemeRegistration, str | None]:
 
 
 def build_attention(
-    name: str, config: Any, *, device: torch.device | str | None = None
+    name: str,
+    config: Any,
+    *,
+    device: torch.device | str | None = None,
+    backend: str | None = None,
 ) -> SchemeSelfAttention:
     """Scheme ``name``'s self-attention at the sizes and setting of ``config``.
 
     Reads ``config.hidden_size``, ``config.num_heads``, ``config.causal`` and the
-    fields of the scheme's ``settings``. ``device="meta"`` builds it without
-    memory and without drawing random numbers (for reading its sizes).
+    fields of the scheme's ``settings``; a field the scheme reads and ``config``
+    lacks is a ``TypeError`` naming it. The kernel is ``backend``, else
+    ``config.backend`` where the config has one, else the module's default
+    (``"gather"``). ``device="meta"`` builds it without memory and without
+    drawing random numbers (for reading its sizes).
     """
     registration, variant = resolve(name)
-    arguments = registration.arguments(config, variant)
+    try:
+        arguments = registration.arguments(config, variant)
+        sizes = (config.hidden_size, config.num_heads)
+    except AttributeError as error:
+        field = getattr(error, "name", None) or str(error)
+        raise TypeError(
+            f"config must have a field {field!r}: scheme {name!r} reads it "
+            f"(got a {type(config).__name__} without it)"
+        ) from None
+    backend = getattr(config, "backend", None) if backend is None else backend
+    if backend is not None:
+        arguments["backend"] = backend
     place = nullcontext() if device is None else torch.device(device)
     with place:
-        return registration.attention(config.hidden_size, config.num_heads, **arguments)
+        return registration.attention(*sizes, **arguments)
 
 
 __all__ = [

@@ -136,7 +136,7 @@ class RotarySelfAttention(SchemeSelfAttention):
         dropout: float = 0.0,
         *,
         causal: bool = False,
-        backend: str = "naive",
+        backend: str = "gather",
         num_kv_heads: int | None = None,
     ) -> None:
         super().__init__(

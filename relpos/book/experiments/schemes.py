@@ -450,6 +450,12 @@ def _deberta_buckets(config: Config) -> PositionParts:
     return None, encoder
 
 
+#: The kernel each trained experiment ran a scheme on, where it was not the
+#: core's one default (``"gather"``): rotary ran on ``"naive"``, its default up
+#: to relpos 0.3. Kept, so that every committed run is reproduced as it ran.
+TRAINED_BACKENDS = {"rotary": "naive"}
+
+
 @functools.cache
 def attention_scheme(name: str) -> SchemeBuilder:
     """The builder of the registered attention scheme ``name`` in the shared block.
@@ -460,8 +466,13 @@ def attention_scheme(name: str) -> SchemeBuilder:
     the causal setting. One builder per name (the same object each time).
     """
 
+    backend = TRAINED_BACKENDS.get(name)
+
     def build(config: Config) -> PositionParts:
-        return None, attention_encoder(config, lambda: build_attention(name, config))
+        def attention() -> nn.Module:
+            return build_attention(name, config, backend=backend)
+
+        return None, attention_encoder(config, attention)
 
     build.__name__ = build.__qualname__ = f"attention_scheme_{name}"
     return build
