@@ -11,6 +11,7 @@ import torch
 
 from relpos.book.experiments import SCHEMES, Config, build_scheme, train
 from relpos.book.experiments.coverage import READERS, coverage, read_entries
+from relpos.book.experiments.schemes import TRAINED_BACKENDS
 from relpos.schemes import (
     ATTENTIONS,
     REGISTRY,
@@ -48,6 +49,8 @@ def test_the_book_builds_what_the_registration_says(name, setting):
     registration, variant = resolve(name)
     arguments = registration.arguments(config, variant)
     assert arguments.get("causal", False) is config.causal
+    if name in TRAINED_BACKENDS:  # the kernel the committed runs used
+        arguments["backend"] = TRAINED_BACKENDS[name]
     torch.manual_seed(0)
     expected = registration.attention(config.hidden_size, config.num_heads, **arguments)
     _, encoder = build_scheme(name, config)
