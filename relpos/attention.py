@@ -35,7 +35,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import interop
 from .backends import BACKENDS, PositionTerms
 from .checks import (
     check_bool,
@@ -368,7 +367,8 @@ class DisentangledSelfAttention(SelfAttention):
         ``DisentangledSelfAttention`` (``transformers`` itself is imported only
         here; see ``relpos.interop``).
         """
-        return interop.from_transformers(cls, module, backend=backend)
+        from .interop import from_transformers  # the top layer, loaded on use
+        return from_transformers(cls, module, backend=backend)
 
     def extra_repr(self) -> str:
         return (

@@ -30,7 +30,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import interop
 from .checks import (
     check_bool,
     check_choice,
@@ -644,7 +643,8 @@ class DisentangledEncoder(nn.Module):
         dtype and train/eval mode. Settings relpos does not implement raise a
         ``ValueError`` naming the setting (see ``relpos.interop``).
         """
-        return interop.encoder_from_transformers(cls, module, backend=backend)
+        from .interop import encoder_from_transformers  # the top layer, loaded on use
+        return encoder_from_transformers(cls, module, backend=backend)
 
     def extra_repr(self) -> str:
         return f"num_layers={self.num_layers}, span={self.span}"
@@ -656,7 +656,8 @@ class DisentangledEncoder(nn.Module):
         ``transformers`` cannot express (``causal=True``, say) raises a
         ``ValueError`` naming it. Same device, dtype and train/eval mode.
         """
-        return interop.to_transformers(self)
+        from .interop import to_transformers  # the top layer, loaded on use
+        return to_transformers(self)
 
 
 __all__ = [

@@ -60,9 +60,13 @@ import torch
 from torch import nn
 
 from .config import POS_ATT_TYPES
+from .encoder import DisentangledEncoder, DisentangledEncoderLayer
+from .model import DisentangledModel
 
-# The classes to build are passed in (``cls``): this module imports no attention
-# or encoder, so that they can import it without a circle.
+# The top layer of the core: it imports the modules it converts, and they load it
+# only when a user converts (inside from_transformers / to_transformers), so no
+# core module imports it at import time. The classes to build are passed in
+# (``cls``), so a subclass converts to itself.
 A = TypeVar("A", bound=nn.Module)
 E = TypeVar("E", bound=nn.Module)
 M = TypeVar("M", bound=nn.Module)
@@ -430,7 +434,6 @@ def _encoder_config(encoder: nn.Module, embeddings: nn.Module | None) -> dict[st
     A setting that ``transformers`` cannot express raises a ``ValueError``
     naming it; the backend is not part of the model and is dropped.
     """
-    from .encoder import DisentangledEncoderLayer
 
     layers = list(encoder.layers)
     if not all(type(layer) is DisentangledEncoderLayer for layer in layers):
@@ -518,8 +521,6 @@ def to_transformers(module: nn.Module) -> nn.Module:
     not a property of the model and is dropped. The result has the module's
     device, dtype and train/eval mode.
     """
-    from .encoder import DisentangledEncoder
-    from .model import DisentangledModel
 
     modeling = _transformers_module("v2")
     if isinstance(module, DisentangledModel):
