@@ -352,11 +352,6 @@ class DisentangledSelfAttention(SelfAttention):
         check_same_device("rel_embeddings", rel_embeddings, name, like.device)
         return rel_embeddings
 
-    @property
-    def span_reach(self) -> int:
-        """``L``: beyond distance ``L`` every distance reads the row of ``L``."""
-        return (self.lookup.shape[0] - 1) // 2
-
     @classmethod
     def from_transformers(
         cls, module: nn.Module, *, backend: str = "gather"
@@ -378,8 +373,6 @@ class DisentangledSelfAttention(SelfAttention):
             f"share_att_key={self.share_att_key}, backend={self.backend!r}"
             + (", causal=True" if self.causal else "")
         )
-
-
 
 
 __all__ = [

@@ -542,18 +542,6 @@ class SelfAttention(nn.Module):
         check_same_device("hidden_states", hidden_states, weights, weight.device)
         return hidden_states
 
-    def check_inputs(
-        self, hidden_states: object, attention_mask: object
-    ) -> torch.Tensor | None:
-        """Check the input and a ``(b, n)`` key mask; return the mask as bool (or None).
-
-        Shapes:
-            hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
-            output: ``(b, n)`` bool or None
-        """
-        self.check_hidden_states(hidden_states)
-        return normalise_mask(attention_mask, hidden_states)
-
     @staticmethod
     def check_query_states(
         query_states: object, hidden_states: torch.Tensor

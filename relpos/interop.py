@@ -94,11 +94,6 @@ def _transformers_module(version: str):
     return modeling
 
 
-def _reference_class() -> type:
-    """``transformers``' DeBERTa-v2 ``DisentangledSelfAttention``."""
-    return _transformers_module("v2").DisentangledSelfAttention
-
-
 # -- attention -----------------------------------------------------------------------
 
 

@@ -499,42 +499,9 @@ def attend(
     return out + _value_term(query, key, value, score_mod, scale, terms)
 
 
-def flex_disentangled_attention(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    pos_key: torch.Tensor | None,
-    pos_query: torch.Tensor | None,
-    lookup: torch.Tensor,
-    key_mask: torch.Tensor | None,
-    scale: float,
-    *,
-    causal: bool = False,
-) -> torch.Tensor:
-    """Disentangled attention with FlexAttention from per-head rows; memory linear in n.
-
-    ``lookup`` is ``relpos.distance_lookup(n, ...)``: the row of distance ``i - j``
-    at ``i - j + n - 1``.
-
-    Shapes:
-        query, key, value: ``(b, h, n, d)``; pos_key, pos_query: ``(h, m, d)``
-        lookup: ``(2n - 1,)``; key_mask: ``(b, n)`` bool
-        output: ``(b, h, n, d)``
-    """
-    positions = torch.arange(query.shape[-2], device=query.device)[None]  # (1, n)
-    terms = PositionTerms(positions, positions, lookup, key_rows=pos_key)
-    if pos_query is not None:
-        terms = terms._replace(
-            table=pos_query, project_query=lambda rows: rows  # rows given per head
-        )
-    mask = Mask(keys=key_mask, causal=causal)
-    return attend(query, key, value, terms, mask, scale, 0.0)
-
-
 __all__ = [
     "FlexUnavailableError",
     "attend",
-    "flex_disentangled_attention",
     "full_block_mask",
     "heads_contiguous",
     "make_score_mod",

@@ -2,8 +2,8 @@
 
 ``SchemeSelfAttention`` is ``relpos.core.SelfAttention`` under the name the
 schemes chapter uses: projections, checks, masking, softmax and values, with
-the three hooks a scheme overrides (``rotate``, ``position_logits``,
-``position_values``; see ``relpos.core``). DeBERTa's attention is built on the
+the two hooks a scheme overrides (``rotate`` and ``position_terms``; see
+``relpos.core``). DeBERTa's attention is built on the
 same class. ``BiasSelfAttention`` adds a content-free bias made by any module
 (T5, ALiBi).
 

@@ -169,26 +169,6 @@ def call(function: Callable, *args: Any, what: str) -> Any:
         fail(f"{what} raised {type(error).__name__}: {error}")
 
 
-def same_shape(got: torch.Tensor, expected: torch.Tensor, what: str) -> None:
-    """An ExerciseError unless ``got`` has ``expected``'s shape."""
-    if tuple(got.shape) != tuple(expected.shape):
-        fail(
-            f"{what} should have shape {tuple(expected.shape)}, got {tuple(got.shape)}"
-        )
-
-
-def first_mismatch(
-    got: torch.Tensor, expected: torch.Tensor, atol: float = 0.0
-) -> tuple:
-    """The index of the first entry where ``got`` and ``expected`` differ, or ``()``."""
-    if atol:
-        wrong = ~torch.isclose(got.double(), expected.double(), rtol=0.0, atol=atol)
-    else:
-        wrong = got != expected
-    where = wrong.nonzero()
-    return tuple(where[0].tolist()) if len(where) else ()
-
-
 def close(got: torch.Tensor, expected: torch.Tensor, atol: float = 1e-6) -> bool:
     """Same shape and equal within ``atol`` (compared in float64)."""
     return tuple(got.shape) == tuple(expected.shape) and torch.allclose(

@@ -615,5 +615,4 @@ __all__ = [
     "run_sweep",
     "summarize",
     "summary_cells",
-    "tuning_configs",
 ]

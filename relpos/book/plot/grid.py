@@ -11,6 +11,7 @@ Shapes:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
