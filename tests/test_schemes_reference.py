@@ -362,3 +362,17 @@ def test_shaw_equals_per_pair_loop_of_the_paper(k, relative_values):
                     expected[b, h, i] += alpha * value
     expected = expected.transpose(1, 2).flatten(-2)  # (b, n, hidden)
     torch.testing.assert_close(ours, expected, rtol=0.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("bidirectional", [True, False])
+def test_t5_buckets_stay_in_range_at_the_int64_extremes(bidirectional):
+    info = torch.iinfo(torch.int64)
+    rel = torch.tensor([info.min, info.min + 1, -(2**62), -129, 129, 2**62, info.max])
+    buckets = t5_bucket(
+        rel, num_buckets=32, max_distance=128, bidirectional=bidirectional
+    )
+    assert ((buckets >= 0) & (buckets < 32)).all(), buckets
+    # Far behind and far ahead read their side's last bucket, as 128 does.
+    edge = t5_bucket(torch.tensor([-128, 128]), num_buckets=32, max_distance=128,
+                     bidirectional=bidirectional)
+    assert buckets[0] == buckets[3] == edge[0] and buckets[-1] == buckets[4] == edge[1]

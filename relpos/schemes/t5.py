@@ -104,6 +104,9 @@ def t5_bucket(
     """
     rel = check_int_tensor("rel", rel).long()
     max_exact = _check_buckets(num_buckets, max_distance, bidirectional)
+    # Every distance from max_distance on reads its side's last bucket: clamping
+    # there changes no bucket, and keeps abs() of int64's minimum from overflowing.
+    rel = rel.clamp(-max_distance, max_distance)
     per_side = num_buckets // 2 if bidirectional else num_buckets
     if bidirectional:
         offset = (rel < 0).long() * per_side  # keys ahead: T5's j - i > 0
