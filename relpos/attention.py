@@ -44,7 +44,7 @@ from .checks import (
     check_same_dtype,
 )
 from .config import POS_ATT_TYPES, AttentionConfig, resolve_config
-from .core import SelfAttention
+from .core import SelfAttention, interop
 from .embedding import RelativePositionEmbedding
 from .positions import distance_lookup, index_from_lookup, position_index
 from .scores import (
@@ -362,8 +362,7 @@ class DisentangledSelfAttention(SelfAttention):
         ``DisentangledSelfAttention`` (``transformers`` itself is imported only
         here; see ``relpos.interop``).
         """
-        from .interop import from_transformers  # the top layer, loaded on use
-        return from_transformers(cls, module, backend=backend)
+        return interop().from_transformers(cls, module, backend=backend)
 
     def extra_repr(self) -> str:
         return (

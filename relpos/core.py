@@ -53,8 +53,10 @@ Shape legend:
 
 from __future__ import annotations
 
+import importlib
 import math
 import warnings
+from types import ModuleType
 from typing import Any, NamedTuple
 
 import torch
@@ -120,6 +122,15 @@ def normalise_mask(
             f"a pair mask of shape {tuple(attention_mask.shape)}"
         )
     return keys
+
+
+def interop() -> ModuleType:
+    """``relpos.interop``, the core's top layer (conversion to and from
+    ``transformers``), loaded when a user converts: the one entry point through
+    which the modules it converts reach it, so no core module imports it at
+    import time.
+    """
+    return importlib.import_module("relpos.interop")
 
 
 class Prepared(NamedTuple):

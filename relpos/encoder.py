@@ -40,7 +40,7 @@ from .checks import (
 from .attention import DisentangledSelfAttention
 from .config import AttentionConfig, resolve_config
 from .cache import KVCache
-from .core import Prepared, SelfAttention
+from .core import Prepared, SelfAttention, interop
 from .embedding import RelativePositionEmbedding
 
 
@@ -643,8 +643,7 @@ class DisentangledEncoder(nn.Module):
         dtype and train/eval mode. Settings relpos does not implement raise a
         ``ValueError`` naming the setting (see ``relpos.interop``).
         """
-        from .interop import encoder_from_transformers  # the top layer, loaded on use
-        return encoder_from_transformers(cls, module, backend=backend)
+        return interop().encoder_from_transformers(cls, module, backend=backend)
 
     def extra_repr(self) -> str:
         return f"num_layers={self.num_layers}, span={self.span}"
@@ -656,8 +655,7 @@ class DisentangledEncoder(nn.Module):
         ``transformers`` cannot express (``causal=True``, say) raises a
         ``ValueError`` naming it. Same device, dtype and train/eval mode.
         """
-        from .interop import to_transformers  # the top layer, loaded on use
-        return to_transformers(self)
+        return interop().to_transformers(self)
 
 
 __all__ = [

@@ -30,7 +30,7 @@ from torch import nn
 
 from .checks import check_bool, check_index, check_int, check_int_tensor, check_rate
 from .config import AttentionConfig
-from .core import normalise_mask
+from .core import interop, normalise_mask
 from .encoder import DisentangledEncoder, _check_eps
 
 
@@ -354,8 +354,7 @@ class DisentangledModel(nn.Module):
         dtype and train/eval mode. Settings relpos does not implement raise a
         ``ValueError`` naming the setting (see ``relpos.interop``).
         """
-        from .interop import model_from_transformers  # the top layer, loaded on use
-        return model_from_transformers(cls, module, backend=backend)
+        return interop().model_from_transformers(cls, module, backend=backend)
 
     def to_transformers(self) -> nn.Module:
         """This model as a ``transformers`` ``DebertaV2Model`` (weights copied).
@@ -364,8 +363,7 @@ class DisentangledModel(nn.Module):
         ``transformers`` cannot express (``causal=True``, say) raises a
         ``ValueError`` naming it. Same device, dtype and train/eval mode.
         """
-        from .interop import to_transformers  # the top layer, loaded on use
-        return to_transformers(self)
+        return interop().to_transformers(self)
 
 
 __all__ = ["Embeddings", "DisentangledModel"]
