@@ -273,6 +273,20 @@ def config_from_args(
     return base
 
 
+def engine_options(args: argparse.Namespace, runs_dir: Any) -> dict[str, Any]:
+    """The keyword arguments every sweep runner takes from :func:`add_engine_flags`'
+    flags: ``engine``, ``workers``, ``scheduler``, ``threads``, ``runs_dir`` and
+    ``progress``."""
+    return dict(
+        engine=args.engine,
+        workers=args.workers,
+        scheduler=args.scheduler,
+        threads=args.threads,
+        runs_dir=runs_dir,
+        progress=not args.quiet,
+    )
+
+
 def engine_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Check --engine and --scheduler together (a one-line error naming the flag)."""
     if args.engine == "local" and args.scheduler is not None:
@@ -332,12 +346,7 @@ def main(argv: list[str] | None = None) -> dict:
         learning_rates=args.learning_rate,
         tune_seeds=args.tune_seeds if len(args.learning_rate) > 1 else [],
         max_rates=args.max_rates,
-        engine=args.engine,
-        workers=args.workers,
-        scheduler=args.scheduler,
-        threads=args.threads,
-        runs_dir=runs_dir,
-        progress=not args.quiet,
+        **engine_options(args, runs_dir),
         command=shlex.join(["python", "-m", "relpos.book.experiments", *argv]),
     )
     Path(args.output).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
@@ -357,6 +366,7 @@ __all__ = [
     "DEFAULT_MAX_RATES",
     "OneLineParser",
     "add_engine_flags",
+    "engine_options",
     "build_parser",
     "config_from_args",
     "engine_from_args",

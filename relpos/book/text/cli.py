@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import _cli
-from ..experiments.cli import engine_from_args, runs_dir_from_args
+from ..experiments.cli import engine_from_args, engine_options, runs_dir_from_args
 from ..experiments.engine import ENGINES
 from ..experiments.schemes import SCHEMES
 from .config import SETTINGS, TextConfig
@@ -281,12 +281,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         learning_rates=args.learning_rate,
         tune_seeds=args.tune_seeds,
         max_rates=args.max_rates,
-        engine=args.engine,
-        workers=args.workers,
-        scheduler=args.scheduler,
-        threads=args.threads,
-        runs_dir=runs_dir,
-        progress=not args.quiet,
+        **engine_options(args, runs_dir),
         command=shlex.join(["python", "-m", "relpos.book.text", *argv]),
     )
     if old is not None:

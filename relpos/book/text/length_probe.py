@@ -440,7 +440,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Parse ``argv``, run the probe, write its JSON and figure, return the JSON."""
     import json
 
-    from ..experiments.cli import engine_from_args, runs_dir_from_args
+    from ..experiments.cli import engine_from_args, engine_options, runs_dir_from_args
     from .cli import config_from_args
     from .length_plot import length_figure
 
@@ -461,12 +461,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         learning_rates=args.learning_rate,
         tune_seeds=args.tune_seeds,
         max_rates=args.max_rates,
-        engine=args.engine,
-        workers=args.workers,
-        scheduler=args.scheduler,
-        threads=args.threads,
-        runs_dir=runs_dir,
-        progress=not args.quiet,
+        **engine_options(args, runs_dir),
         command=command,
     )
     path = Path(args.output)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import _cli
-from ..cli import engine_from_args, runs_dir_from_args
+from ..cli import engine_from_args, engine_options, runs_dir_from_args
 from ..config import Config
 from ..engine import ENGINES
 from .run import DEFAULT_SEEDS, INTERVENTIONS, run_interventions
@@ -119,12 +119,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         args.only,
         seeds=args.seeds,
         changes=changes,
-        engine=args.engine,
-        workers=args.workers,
-        scheduler=args.scheduler,
-        threads=args.threads,
-        runs_dir=runs_dir,
-        progress=not args.quiet,
+        **engine_options(args, runs_dir),
         command=shlex.join(
             ["python", "-m", "relpos.book.experiments.interventions", *argv]
         ),

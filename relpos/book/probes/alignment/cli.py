@@ -19,7 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from ... import _cli
-from ...experiments.cli import add_engine_flags, engine_from_args, runs_dir_from_args
+from ...experiments.cli import (
+    add_engine_flags,
+    engine_from_args,
+    engine_options,
+    runs_dir_from_args,
+)
 from .design import ABSOLUTE_ARMS, ARM_CONFIGS, FULL_STEPS, MAIN_ARM, VERDICT_STEPS
 from .items import ITEMS_PATH
 
@@ -109,9 +114,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result = run_probe(
         base, items, arms=args.arms, seeds=args.seeds,
         learning_rates=args.learning_rates, tune_seeds=args.tune_seeds,
-        max_rates=args.max_rates, engine=args.engine, workers=args.workers,
-        scheduler=args.scheduler, threads=args.threads, runs_dir=runs_dir,
-        progress=not args.quiet,
+        max_rates=args.max_rates, **engine_options(args, runs_dir),
         command=shlex.join(["python", "-m", "relpos.book.probes.alignment", *argv]),
     )
     result["items"] = {"file": Path(args.items).name, "sha256": file_sha256(args.items),

@@ -19,7 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from ... import _cli
-from ...experiments.cli import add_engine_flags, engine_from_args, runs_dir_from_args
+from ...experiments.cli import (
+    add_engine_flags,
+    engine_from_args,
+    engine_options,
+    runs_dir_from_args,
+)
 from ...text.config import TextConfig
 from . import design
 from .run import STUDY
@@ -109,12 +114,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         learning_rates=args.learning_rates,
         tune_seeds=args.tune_seeds,
         max_rates=args.max_rates,
-        engine=args.engine,
-        workers=args.workers,
-        scheduler=args.scheduler,
-        threads=args.threads,
-        runs_dir=runs_dir,
-        progress=not args.quiet,
+        **engine_options(args, runs_dir),
         command=shlex.join(["python", "-m", "relpos.book.probes.gradients", *argv]),
     )
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from ... import _cli
-from ...experiments.cli import add_engine_flags, engine_from_args, runs_dir_from_args
+from ...experiments.cli import (
+    add_engine_flags,
+    engine_from_args,
+    engine_options,
+    runs_dir_from_args,
+)
 from ...experiments.config import Config
 from . import design
 from .run import PARTS, run_probe
@@ -75,12 +80,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         schemes=args.schemes,
         seeds=args.seeds,
         changes=changes,
-        engine=args.engine,
-        workers=args.workers,
-        scheduler=args.scheduler,
-        threads=args.threads,
-        runs_dir=runs_dir,
-        progress=not args.quiet,
+        **engine_options(args, runs_dir),
         command=shlex.join([PROGRAM, *argv]),
     )
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
