@@ -122,13 +122,13 @@ def test_flex_equals_transformers(span, pos_att_type, share_att_key, n, dtype) -
     assert error <= TOLERANCE[dtype], f"max abs error {error:.3g}"
 
 
-@pytest.mark.parametrize("backend", ["naive", "gather", "flex"])
+@pytest.mark.parametrize("backend", tuple(relpos.BACKENDS))
 def test_equals_transformers_without_mask(backend: str) -> None:
     error = max_error_vs_reference(backend, "clip8", ("c2p", "p2c"), True, 5, torch.float32, masked=False)
     assert error <= TOLERANCE[torch.float32], f"max abs error {error:.3g}"
 
 
-@pytest.mark.parametrize("backend", ["naive", "gather", "flex"])
+@pytest.mark.parametrize("backend", tuple(relpos.BACKENDS))
 def test_equals_transformers_long_sequence_log_buckets(backend: str) -> None:
     # n = 600 > max_relative_positions = 512: the log buckets and their saturation are exercised.
     error = max_error_vs_reference(

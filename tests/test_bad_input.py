@@ -21,7 +21,7 @@ from relpos import (
     sinusoidal_table,
 )
 
-BACKENDS = ["naive", "gather", "flex"]
+BACKENDS = tuple(relpos.BACKENDS)
 
 
 # -- positions ----------------------------------------------------------------------

@@ -34,7 +34,7 @@ from relpos.schemes import ATTENTIONS, alibi_bias, relative_distances, t5_bucket
 
 F64 = torch.float64
 HIDDEN, HEADS = 16, 2
-BACKENDS = ("naive", "gather", "flex")
+BACKENDS = tuple(relpos.BACKENDS)
 LENGTHS = (5, 8, 24)  # flex's CPU kernel is padded at 8 and 24 (8 mod 16)
 # DeBERTa without and with log buckets: (max_relative_positions, position_buckets).
 DEBERTA_SPANS = {"clip4": (4, -1), "buckets16/4": (16, 4)}

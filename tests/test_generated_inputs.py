@@ -82,7 +82,9 @@ def _modules(config: dict, dtype: torch.dtype, backends) -> dict:
 @given(config=attention_settings(), dtype=st.sampled_from([torch.float32, torch.float64]),
        data=st.data())
 def test_valid_input_is_finite_and_the_backends_agree(config, dtype, data):
-    backends = ("naive", "gather", "flex") if dtype == torch.float64 else ("naive", "gather")
+    backends = tuple(relpos.BACKENDS)
+    if dtype != torch.float64:  # flex in float32 compiles: too slow for 25 examples
+        backends = tuple(b for b in backends if b != "flex")
     modules = _modules(config, dtype, backends)
     span = modules["naive"].span
     x, table, mask = data.draw(inputs(config["hidden_size"], span, dtype))
@@ -116,8 +118,10 @@ def test_every_scheme_gives_finite_output(name, b, n, shift):
         out, scores = module(x, mask, positions=torch.arange(n) + shift, return_scores=True)
         unshifted = module(x, mask)
     assert out.shape == x.shape and torch.isfinite(out).all()
-    # Relative positions: the same output wherever the sequence starts.
-    torch.testing.assert_close(out, unshifted, rtol=0, atol=1e-9)
+    # Relative positions: the same output wherever the sequence starts (TUPE's
+    # absolute term is not relative; FIRE's is, below its threshold of 512).
+    if schemes.REGISTRY[name].relative or name == "fire":
+        torch.testing.assert_close(out, unshifted, rtol=0, atol=1e-9)
     # Every query's weights sum to 1; padded keys get none where a real key exists.
     probs = scores.probs  # (b, h, i, j)
     ones = torch.ones(probs.shape[:-1], dtype=probs.dtype)

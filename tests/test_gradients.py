@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+
+import relpos
 from _deberta import make_module, random_inputs, with_backend
 
-BACKENDS = ["naive", "gather", "flex"]
+BACKENDS = tuple(relpos.BACKENDS)
 B, N, HIDDEN, HEADS, K = 2, 5, 8, 2, 3
 
 

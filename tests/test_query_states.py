@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+
+import relpos
 from _deberta import padding_mask, reference_encoder
 
 from relpos import (
@@ -56,7 +58,7 @@ def _states(n: int, dtype: torch.dtype, seed: int = 0):
 
 GRID = [
     (backend, span, dtype)
-    for backend in ("naive", "gather", "flex")
+    for backend in relpos.BACKENDS
     for span in SPANS
     for dtype in (torch.float32, torch.float64)
 ]
@@ -102,7 +104,7 @@ def _attentions() -> dict[str, SelfAttention]:
     }
     modules["none"] = SelfAttention(HIDDEN, HEADS)
     modules["causal-rotary"] = ATTENTIONS["rotary"](HIDDEN, HEADS, causal=True)
-    for backend in ("naive", "gather", "flex"):
+    for backend in relpos.BACKENDS:
         modules[f"deberta-{backend}"] = DisentangledSelfAttention(
             HIDDEN, HEADS, max_relative_positions=8, backend=backend
         )
