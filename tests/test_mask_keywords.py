@@ -178,3 +178,59 @@ def test_every_convention_reads_the_same_compiled_as_eager(name):
 
 
 
+
+
+def _drawn_mask(draw, b: int, n: int, heads: int, dtype: torch.dtype):
+    """A mask in a drawn convention, as (keyword, mask, equivalent keep-mask)."""
+    from hypothesis import strategies as st
+
+    convention = draw(st.sampled_from(
+        ["bool", "int", "0/1", "additive", "zeros", "pairs", "key_padding", "attn",
+         "attn_heads"]
+    ))
+    bits = draw(st.lists(st.booleans(), min_size=b * n * n * heads,
+                         max_size=b * n * n * heads))
+    grid = torch.tensor(bits, dtype=torch.bool).reshape(b, heads, n, n)
+    grid |= torch.eye(n, dtype=torch.bool)  # every query keeps itself
+    keys = grid[:, 0, 0] | torch.arange(n).eq(0)  # (b, n): key 0 kept
+    if convention == "bool":
+        return "attention_mask", keys, keys
+    if convention == "int":
+        return "attention_mask", keys.long(), keys
+    if convention == "0/1":
+        return "attention_mask", keys.to(dtype), keys
+    if convention == "additive":
+        return "attention_mask", (~keys).to(dtype) * -1e9, keys
+    if convention == "zeros":
+        return "attention_mask", torch.zeros(b, n, dtype=dtype), torch.ones_like(keys)
+    if convention == "pairs":
+        return "attention_mask", grid[:, 0], grid[:, 0]
+    if convention == "key_padding":
+        return "key_padding_mask", ~keys, keys
+    if convention == "attn":
+        return "attn_mask", ~grid[0, 0], grid[0, 0].expand(b, n, n)
+    return "attn_mask", ~grid.flatten(0, 1), None  # per head: compared eager only
+
+
+def test_generated_masks_read_the_same_compiled_as_eager():
+    # Random shapes, conventions and bits: compiled (the value checks skipped) and
+    # eager give one output, and it is the equivalent keep-mask's.
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    torch._dynamo.reset()
+    module = build("t5", "gather", dtype=torch.float32)
+    compiled = torch.compile(module, backend="eager", dynamic=True)
+
+    @settings(max_examples=30, deadline=None)
+    @given(data=st.data(), b=st.integers(1, 3), n=st.integers(1, 6))
+    def check(data, b, n):
+        keyword, mask, keep = _drawn_mask(data.draw, b, n, HEADS, torch.float32)
+        seed = data.draw(st.integers(0, 2**16))
+        x = torch.randn(b, n, 16, generator=torch.Generator().manual_seed(seed))
+        eager = call(module, x, **{keyword: mask})
+        torch.testing.assert_close(call(compiled, x, **{keyword: mask}), eager)
+        if keep is not None:
+            torch.testing.assert_close(call(module, x, keep), eager)
+
+    check()
