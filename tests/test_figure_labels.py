@@ -20,7 +20,8 @@ from relpos.book import plot
 def _scores() -> relpos.AttentionScores:
     module = relpos.DisentangledSelfAttention(8, 1, max_relative_positions=4)
     with torch.no_grad():
-        return module(torch.randn(1, 5, 8), torch.randn(8, 8), return_scores=True)[1]
+        x, table = torch.randn(1, 5, 8), torch.randn(8, 8)
+        return module(x, rel_embeddings=table, return_scores=True)[1]
 
 
 def _pencil() -> tuple[torch.Tensor, ...]:

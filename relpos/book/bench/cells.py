@@ -35,9 +35,15 @@ SDPA = "sdpa"
 DEBERTA_SCHEMES = ("deberta", "deberta_log")
 
 
+#: Registered schemes the committed cost benchmark has not measured yet: TUPE
+#: (absolute, registered for the gradient probe) waits for the next full run,
+#: with its floor in ``roofline``.
+NOT_YET_MEASURED = ("tupe",)
+
+
 def cost_schemes() -> list[str]:
-    """The two DeBERTa settings, then every registered scheme."""
-    return [*DEBERTA_SCHEMES, *ATTENTIONS]
+    """The two DeBERTa settings, then every registered scheme measured so far."""
+    return [*DEBERTA_SCHEMES, *(s for s in ATTENTIONS if s not in NOT_YET_MEASURED)]
 
 
 @dataclass(frozen=True)
@@ -146,6 +152,7 @@ def make_hidden_states(n: int, shapes: Shapes, seed: int, batch: int) -> torch.T
 
 __all__ = [
     "DEBERTA_SCHEMES",
+    "NOT_YET_MEASURED",
     "PLAIN",
     "SDPA",
     "Shapes",
