@@ -42,3 +42,20 @@ def test_what_it_cannot_draw_is_refused():
         plot.paired_seeds([{"a_values": [1.0]}])
     with pytest.raises(ValueError, match="one entry per comparison"):
         plot.paired_seeds([comparison()], labels=[("x", "y"), ("z", "w")])
+
+
+def test_many_comparisons_wrap_into_rows_that_fit_the_page():
+    from relpos.book.plot._style import PAGE_WIDTH, page_columns
+
+    c = comparison()
+    fig = plot.paired_seeds([c] * 6, titles=[str(k) for k in range(6)])
+    shown = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(shown) == 6 and fig.get_size_inches()[0] <= PAGE_WIDTH
+    assert len({round(ax.get_position().y0, 3) for ax in shown}) == 2  # two rows of 3
+    assert [ax.get_ylabel() for ax in shown] == ["accuracy", "", "", "accuracy", "", ""]
+    assert page_columns(4, 2.5, margin=0.5) == 2  # 4 panels: 2 and 2, not 3 and 1
+    assert page_columns(1, 20.0) == 1
+    two = plot.paired_seeds([c] * 3, columns=1)
+    assert len({round(ax.get_position().x0, 3) for ax in two.axes}) == 1
+    with pytest.raises(ValueError, match="columns must be an int"):
+        plot.paired_seeds([c], columns=0)

@@ -96,3 +96,12 @@ def test_tuning_curves_leave_out_a_diverged_rate_and_mark_the_chosen():
 def test_bad_arguments_are_named(call, message):
     with pytest.raises(ValueError, match=message):
         call(fake_result())
+
+
+def test_bits_by_length_gives_thirteen_schemes_thirteen_colours_within_the_page():
+    names = [f"s{k}" for k in range(13)]
+    both = {"causal": fake_result(names), "masked": fake_result(names)}
+    figure = plot.bits_by_length(both)
+    colours = {line.get_color() for line in labelled(figure.axes[0]).values()}
+    assert len(colours) == 13
+    assert figure.get_size_inches()[0] <= plot._style.PAGE_WIDTH

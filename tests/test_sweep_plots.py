@@ -125,3 +125,14 @@ def test_seed_figures_draw_each_cells_interval_when_the_sweep_has_one() -> None:
     # schema 2 rows have no interval: nothing drawn
     fig = plot.data_efficiency(result())
     assert not [ln for ln in fig.axes[1].lines if ln.get_label() == "95% interval"]
+
+
+def test_accuracy_grid_wraps_its_panels_to_the_page_width() -> None:
+    from relpos.book.plot._style import PAGE_WIDTH
+
+    fig = plot.accuracy_grid(result())
+    assert fig.get_size_inches()[0] <= PAGE_WIDTH
+    config = {**result()["config"], "test_lengths": list(range(9))}
+    many = {**result(), "config": config}
+    wide = plot.accuracy_grid(many)  # one panel of 9 lengths: wider than a column
+    assert wide.get_size_inches()[0] > PAGE_WIDTH  # a single panel is never cut

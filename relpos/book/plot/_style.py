@@ -14,6 +14,27 @@ from matplotlib.image import AxesImage
 # One marker per scheme, so that lines lying on top of each other stay visible.
 MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "h", "<", ">", "p")
 
+#: The widest figure the page shows whole, in inches at the book's 100 dpi (its
+#: column holds about 900 px); a figure of many panels wraps them into rows.
+PAGE_WIDTH = 8.5
+
+
+def page_columns(panels: int, panel_width: float, margin: float = 0.0) -> int:
+    """How many panels of ``panel_width`` inches a row holds within the page.
+
+    At least one; the rows are then balanced, so that 4 panels that fit 3 a
+    row are drawn 2 and 2, not 3 and 1.
+
+    Shapes:
+        output: columns, with ``ceil(panels / columns)`` rows
+    """
+    if panels < 1 or panel_width <= 0:
+        raise ValueError(f"panels must be >= 1 and panel_width > 0, got "
+                         f"{panels!r} and {panel_width!r}")
+    fits = max(1, int((PAGE_WIDTH - margin) // panel_width))
+    rows = -(-panels // fits)
+    return -(-panels // rows)
+
 
 def to_numpy(matrix: torch.Tensor | np.ndarray) -> np.ndarray:
     """A 2-D tensor or array as a float numpy array; ValueError for any other shape.

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+from ._style import page_columns
 from .seeds import Result, _cells, _load, _pick, _setting
 
 
@@ -37,8 +38,8 @@ def accuracy_grid(
     and highest seed, in percent. Default: the sweep's first setting and its
     largest training set. ``metric`` is ``"accuracy"`` (per scored token) or
     ``"exact match"`` (the share of sequences with every scored token right,
-    where the sweep records it); ``columns`` panels per row (default: all in
-    one row).
+    where the sweep records it); ``columns`` panels per row (default: as many
+    as the page's width holds, ``_style.PAGE_WIDTH``).
 
     Shapes:
         each panel's image: ``(len(schemes), len(lengths))``, means in ``[0, 1]``
@@ -52,14 +53,15 @@ def accuracy_grid(
     schemes = _pick("schemes", schemes, grid["scheme"])
     lengths = list(result["config"]["test_lengths"])
     cells = _cells(result, metric)
-    columns = len(tasks) if columns is None else columns
+    width = 1.1 + 0.8 * len(lengths)
+    if columns is None:
+        columns = page_columns(len(tasks), width, margin=1.2)
     if not isinstance(columns, int) or isinstance(columns, bool) or columns < 1:
         raise ValueError(f"columns must be a positive int, got {columns!r}")
     columns = min(columns, len(tasks))
     rows = -(-len(tasks) // columns)
-    width = 1.1 + 0.95 * len(lengths)
     height = (0.36 * len(schemes) + 1.0) * rows + 0.3
-    fig = Figure(figsize=(width * columns + 1.6, height))
+    fig = Figure(figsize=(width * columns + 1.2, height))
     panels = fig.subplots(rows, columns, squeeze=False)
     axes = list(panels.flat)
     for ax in axes[len(tasks):]:

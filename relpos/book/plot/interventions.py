@@ -20,6 +20,8 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from ._style import page_columns
+
 #: Where each side of a comparison sits on the horizontal axis.
 SIDES = (0.0, 1.0)
 
@@ -31,15 +33,18 @@ def paired_seeds(
     titles: Sequence[str] | None = None,
     ylabel: str = "accuracy",
     percent: bool = True,
+    columns: int | None = None,
 ) -> Figure:
     """One panel per paired comparison: each seed's baseline joined to its changed arm.
 
     ``labels`` names each panel's two sides (default: the comparison's ``b``
     and ``a``); ``titles`` each panel (default: its ``name``); ``percent``
-    writes the difference in points (values as fractions) rather than as is.
+    writes the difference in points (values as fractions) rather than as is;
+    ``columns`` panels a row (default: as many as the page's width holds, the
+    rows balanced).
 
     Shapes:
-        axes: ``len(comparisons)`` in one row
+        axes: ``ceil(len(comparisons) / columns)`` rows of at most ``columns``
     """
     comparisons = list(comparisons)
     if not comparisons:
@@ -54,8 +59,17 @@ def paired_seeds(
         if given is not None and len(given) != len(comparisons):
             raise ValueError(f"{name} must give one entry per comparison "
                              f"({len(comparisons)}), got {len(given)}")
-    fig = Figure(figsize=(2.5 * len(comparisons) + 0.5, 3.2))
-    axes = fig.subplots(1, len(comparisons), squeeze=False, sharey=True)[0]
+    if columns is None:
+        columns = page_columns(len(comparisons), 2.5, margin=0.5)
+    if isinstance(columns, bool) or not isinstance(columns, int) or columns < 1:
+        raise ValueError(f"columns must be an int >= 1, got {columns!r}")
+    columns = min(columns, len(comparisons))
+    rows = -(-len(comparisons) // columns)
+    fig = Figure(figsize=(2.5 * columns + 0.5, 3.2 * rows))
+    grid = fig.subplots(rows, columns, squeeze=False, sharey=True)
+    for ax in grid.flat[len(comparisons):]:
+        ax.set_visible(False)
+    axes = list(grid.flat)[: len(comparisons)]
     scale, unit = (100, " points") if percent else (1, "")
     for k, (ax, c) in enumerate(zip(axes, comparisons)):
         for b, a in zip(c["b_values"], c["a_values"]):
@@ -78,11 +92,12 @@ def paired_seeds(
                      f"{c['p_value']:.3f}", fontsize=8)  # fmt: skip
         ax.set_xlabel("arm (each grey line: one seed)", fontsize=8)
         ax.tick_params(labelsize=8)
-    axes[0].set_ylabel(ylabel)
+    for ax in grid[:, 0]:
+        ax.set_ylabel(ylabel)
     fig.suptitle("Paired over seeds: a tick at each mean, a pale bar its 95% interval; "
                  "the difference, its interval and the sign-flip p-value above",
                  fontsize=9)  # fmt: skip
-    fig.tight_layout(rect=(0, 0, 1, 0.9))
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.1 / rows))
     return fig
 
 

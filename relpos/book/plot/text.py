@@ -12,8 +12,8 @@
 Every function takes the JSON dicts a text sweep writes and returns a
 ``Figure``; the numbers drawn are in ``ax.lines`` (``line.get_xdata()``,
 ``line.get_ydata()``, ``line.get_label()``), which is how the book tests them.
-Eleven or more schemes share the ten colours of the default cycle, so each
-scheme also has its own marker and the lines of the second ten are dashed.
+Each scheme of a figure has a colour of its own (the ten of the default cycle,
+then ten more), its own marker, and from the eleventh on a dashed line.
 
 Shapes:
     bits_by_length: per panel, per scheme, one line of ``len(eval_lengths)``
@@ -41,10 +41,17 @@ def _schemes(result: Result, schemes: Iterable[str] | None) -> list[str]:
     return chosen
 
 
+#: The default cycle's ten colours, then ten more unlike them (20 schemes apart).
+COLOURS = tuple(f"C{k}" for k in range(10)) + (
+    "black", "#b8860b", "#000080", "#00ced1", "#ff1493",
+    "#556b2f", "#8a2be2", "#a0522d", "#32cd32", "#708090",
+)
+
+
 def _style(k: int) -> dict[str, Any]:
     """Colour, marker and line style of the ``k``-th scheme of a figure."""
     return {
-        "color": f"C{k % 10}",
+        "color": COLOURS[k % len(COLOURS)],
         "marker": MARKERS[k % len(MARKERS)],
         "linestyle": "-" if k < 10 else "--",
     }
@@ -71,7 +78,7 @@ def bits_by_length(
     """
     if not results:
         raise ValueError("results must hold at least one (title, result) pair")
-    figure = Figure(figsize=figsize or (5.2 * len(results), 4.2))
+    figure = Figure(figsize=figsize or (4.1 * len(results) + 0.2, 4.4))
     axes = figure.subplots(1, len(results), sharey=True, squeeze=False)[0]
     for ax, (title, result) in zip(axes, results.items()):
         short = result["config"]["train_length"]
