@@ -132,6 +132,22 @@ def _processor_name() -> str:
     )
 
 
+def run_header(threads: int, engine: str, workers: int) -> dict[str, Any]:
+    """What every sweep's JSON says of where and with what it ran: ``machine``
+    (:func:`machine_info`, the threads of every run, the engine and its
+    workers), ``torch`` and ``relpos`` (their versions)."""
+    return {
+        "machine": {
+            **machine_info(),
+            "torch_threads": threads,  # of every run, whatever this process has
+            "engine": engine,
+            "workers": workers,
+        },
+        "torch": torch.__version__,
+        "relpos": relpos.__version__,
+    }
+
+
 def machine_info() -> dict[str, Any]:
     """The machine a sweep ran on: processor, cores, torch threads, platform, date."""
     return {
@@ -387,14 +403,7 @@ def run_sweep(
         result["command"] = command
     result.update(
         {
-            "machine": {
-                **machine_info(),
-                "torch_threads": threads,  # of every run, whatever this process has
-                "engine": engine,
-                "workers": workers,
-            },
-            "torch": torch.__version__,
-            "relpos": relpos.__version__,
+            **run_header(threads, engine, workers),
             "config": config,
             "grid": {
                 "setting": settings,
@@ -610,6 +619,7 @@ __all__ = [
     "compare",
     "load_sweep",
     "machine_info",
+    "run_header",
     "numbers_only",
     "run_one",
     "run_sweep",

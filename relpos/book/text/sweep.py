@@ -44,12 +44,10 @@ from typing import Any
 
 import torch
 
-import relpos
-
 from ..experiments.engine import JobFunction, execute, open_engine
 from ..experiments.schemes import SCHEMES
 from ..experiments.store import RunStore
-from ..experiments.sweep import check_tune_seeds, machine_info
+from ..experiments.sweep import check_tune_seeds, run_header
 from .config import SETTINGS, TextConfig
 from .corpus import stdlib_corpus
 from .train import run_text, tune_text
@@ -230,14 +228,7 @@ def run_text_sweep(
     result: dict[str, Any] = {
         "schema": TEXT_SCHEMA,
         "commands": [] if command is None else [command],
-        "machine": {
-            **machine_info(),  # the processor, cpu count, platform, Python, date
-            "torch_threads": threads,
-            "engine": engine,
-            "workers": workers,
-        },
-        "torch": torch.__version__,
-        "relpos": relpos.__version__,
+        **run_header(threads, engine, workers),
         "corpus": corpus.about(),
         "config": {k: v for k, v in base.to_dict().items() if k not in SWEPT},
         "grid": {"setting": settings, "scheme": schemes, "seed": list(seeds)},

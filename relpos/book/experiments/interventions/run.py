@@ -39,13 +39,12 @@ from typing import Any, Callable, Iterable, Mapping
 
 import torch
 
-import relpos
 from relpos.book import results
 
 from ..config import Config
 from ..engine import execute, open_engine
 from ..store import RunStore
-from ..sweep import machine_info
+from ..sweep import run_header
 from . import causal_t5, row_zero, sinusoid, two_hop
 from .sinusoid import PAIRED_WITH
 
@@ -349,14 +348,7 @@ def run_interventions(
         result["command"] = command
     result.update(
         {
-            "machine": {
-                **machine_info(),
-                "torch_threads": threads,
-                "engine": engine,
-                "workers": workers,
-            },
-            "torch": torch.__version__,
-            "relpos": relpos.__version__,
+            **run_header(threads, engine, workers),
             "seeds": seeds,
             "changes": changes,
             "interventions": found,

@@ -36,12 +36,10 @@ from typing import Any, Sequence
 
 import torch
 
-import relpos
-
 from ...experiments.engine import execute, open_engine
 from ...experiments.rate_grid import tune_rates
 from ...experiments.store import RunStore
-from ...experiments.sweep import check_tune_seeds, machine_info
+from ...experiments.sweep import check_tune_seeds, run_header
 from .design import ARM_CONFIGS, ARMS, FALSIFIER, MECHANISM, PREDICTION, PROBE_SCHEMA
 from .run import ProbeRun, check_items, probe_run
 
@@ -160,14 +158,7 @@ def run_probe(
     return {
         "schema": PROBE_SCHEMA,
         "commands": [] if command is None else [command],
-        "machine": {
-            **machine_info(),
-            "torch_threads": threads,
-            "engine": engine,
-            "workers": workers,
-        },
-        "torch": torch.__version__,
-        "relpos": relpos.__version__,
+        **run_header(threads, engine, workers),
         "design": {
             "prediction": PREDICTION,
             "falsifier": FALSIFIER,

@@ -30,12 +30,10 @@ import statistics
 import time
 from typing import Any
 
-import torch
-
 from ...experiments.engine import execute, open_engine
 from ...experiments.rate_grid import tune_rates
 from ...experiments.store import RunStore
-from ...experiments.sweep import check_tune_seeds, machine_info
+from ...experiments.sweep import check_tune_seeds, run_header
 from ...text.config import TextConfig
 from ...text.corpus import stdlib_corpus
 from . import design
@@ -154,13 +152,7 @@ def run_probe(
         "probe": "gradients",
         "design": design_record(),
         "commands": [] if command is None else [command],
-        "machine": {
-            **machine_info(),
-            "torch_threads": threads,
-            "engine": engine,
-            "workers": workers,
-        },
-        "torch": torch.__version__,
+        **run_header(threads, engine, workers),
         "corpus": corpus.about(),
         "config": {k: v for k, v in base.to_dict().items() if k not in SWEPT},
         "grid": {"arm": list(arms), "seed": list(seeds)},

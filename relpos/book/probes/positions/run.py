@@ -23,14 +23,10 @@ from __future__ import annotations
 import time
 from typing import Any, Iterable, Mapping
 
-import torch
-
-import relpos
-
 from ...experiments.config import Config
 from ...experiments.engine import execute, open_engine
 from ...experiments.store import RunStore
-from ...experiments.sweep import machine_info, run_sweep
+from ...experiments.sweep import run_header, run_sweep
 from ...experiments.tuning import Cell, tune_cells
 from . import design
 from .transfer import run_job, supervision_of, transfer_config
@@ -199,14 +195,7 @@ def run_probe(
         seconds += sweep["run_seconds"]
     result.update(
         {
-            "machine": {
-                **machine_info(),
-                "torch_threads": threads,
-                "engine": engine,
-                "workers": workers,
-            },
-            "torch": torch.__version__,
-            "relpos": relpos.__version__,
+            **run_header(threads, engine, workers),
             "wall_seconds": time.perf_counter() - start,
             "run_seconds": seconds,
         }
