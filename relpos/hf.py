@@ -75,12 +75,14 @@ LM_FIELDS = (
 class RelposConfig(PretrainedConfig):
     """Every argument of ``relpos.TransformerLM``, checked, as JSON-serialisable fields.
 
+    The fields ``vocab_size``, ``scheme``, ``num_layers``, ``hidden_size``,
+    ``num_heads``, ``intermediate_size``, ``causal``, ``backend``,
+    ``num_kv_heads``, ``norm_first``, ``norm``, ``activation``, ``dropout``,
+    ``layer_norm_eps`` and ``attention_settings`` are as for
+    ``relpos.TransformerLM`` (``attention_settings``: a dict of plain JSON
+    values, so that a saved config loads back equal).
+
     Args:
-        vocab_size, scheme, num_layers, hidden_size, num_heads, intermediate_size,
-        causal, backend, num_kv_heads, norm_first, norm, activation, dropout,
-        layer_norm_eps, attention_settings: as for ``relpos.TransformerLM``
-            (``attention_settings``: a dict of plain JSON values, so that a saved
-            config loads back equal).
         use_cache: whether a forward call returns a ``RelposCache`` by default
             (default: ``causal``; a bidirectional model has no cache).
         kwargs: ``transformers``' own (``eos_token_id``, ``pad_token_id``, ...).

@@ -104,9 +104,10 @@ class Transformer(nn.Module):
         attention_settings: constructor arguments of the scheme's attention.
 
     Attributes:
-        layers: the ``EncoderLayer`` blocks; ``final_norm`` (pre-norm only);
-        table, table_norm: DeBERTa's shared ``(2 * span, hidden)`` table and its
-        LayerNorm (``"deberta"`` only), as in ``DisentangledEncoder``.
+        layers: the ``EncoderLayer`` blocks.
+        final_norm: the stack's last norm (pre-norm only), else None.
+        table: DeBERTa's shared ``(2 * span, hidden)`` table (``"deberta"`` only).
+        table_norm: the table's LayerNorm, as in ``DisentangledEncoder``.
 
     Shapes:
         hidden_states: ``(b, n, hidden)``; attention_mask: any convention of

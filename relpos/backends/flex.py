@@ -445,7 +445,7 @@ def attend(
     Attention dropout is refused (``ValueError``): the kernel has none. On the CPU
     with a gradient needed, or inside a caller's ``torch.compile``, the gather
     formulation computes the same result (torch's CPU flex has no backward, and
-    its CPU template lowers no symbolic length: :func:`_traced_on_cpu`).
+    its CPU template lowers no symbolic length: ``_traced_on_cpu``).
 
     Shapes:
         query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``

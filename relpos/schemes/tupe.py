@@ -49,7 +49,9 @@ class TupeBias(nn.Module):
 
     Attributes:
         table: ``(max_length, hidden)``, the absolute positions ``p``.
-        norm: the LayerNorm ``p`` goes through; pos_query, pos_key: ``U_q``, ``U_k``.
+        norm: the LayerNorm ``p`` goes through.
+        pos_query: ``U_q``, the position queries' projection.
+        pos_key: ``U_k``, the position keys' projection.
 
     Shapes:
         grid(rows) -> ``(h, rows, rows)``
@@ -97,7 +99,7 @@ class TupeBias(nn.Module):
         behind it (elementwise, from the whole table's grid; positions clipped).
 
         ``TupeSelfAttention`` reads the same values from the grid of the positions
-        present only (:func:`read_grid`).
+        present only (``read_grid``).
 
         Shapes:
             head, rel, query_position: broadcastable integer tensors ``(*)``
@@ -166,7 +168,8 @@ class TupeSelfAttention(BiasSelfAttention):
 
     @property
     def scale_factor(self) -> int:
-        """2: the content term is scaled by ``1 / sqrt(2d)``, as the position term."""
+        """The ``s`` of ``1 / sqrt(d * s)``, here 2: the content term is scaled by
+        ``1 / sqrt(2d)``, as the position term."""
         return 2
 
     def position_terms(
