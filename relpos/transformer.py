@@ -66,7 +66,7 @@ def build_scheme_attention(
     ``"deberta"`` is built without a table of its own (its stack owns one).
 
     Shapes:
-        the module maps ``(b, n, hidden)`` to ``(b, n, hidden)``
+        output: a module that maps ``(b, n, hidden)`` to ``(b, n, hidden)``
     """
     common = dict(
         dropout=dropout, causal=causal, backend=backend, num_kv_heads=num_kv_heads

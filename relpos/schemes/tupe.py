@@ -54,7 +54,7 @@ class TupeBias(nn.Module):
         pos_key: ``U_k``, the position keys' projection.
 
     Shapes:
-        grid(rows) -> ``(h, rows, rows)``
+        grid: ``grid(rows)`` is ``(h, rows, rows)``
         forward: query_positions ``(i,)``, key_positions ``(j,)`` -> ``(h, i, j)``
     """
 
