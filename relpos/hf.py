@@ -263,7 +263,7 @@ class RelposCache(Cache):
         self._refuse("batch_select_indices")
 
     def _refuse(self, what: str) -> None:
-        raise NotImplementedError(
+        raise ValueError(
             f"RelposCache does not support {what}: run generate(..., "
             "use_cache=False) to recompute every step instead"
         )

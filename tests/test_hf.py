@@ -211,7 +211,7 @@ def test_the_forward_refuses_what_it_cannot_read():
     with pytest.raises(ValueError, match="not both"):
         model(PROMPT, cache=RelposCache(), past_key_values=RelposCache())
     # beam search reorders the cache, which RelposCache refuses; recomputing works
-    with pytest.raises(NotImplementedError, match="use_cache=False"):
+    with pytest.raises(ValueError, match="use_cache=False"):
         model.generate(PROMPT, max_new_tokens=2, num_beams=2)
     beams = model.generate(PROMPT, max_new_tokens=2, num_beams=2, use_cache=False)
     assert beams.shape == (2, 7)
