@@ -248,8 +248,9 @@ class EncoderLayer(nn.Module):
     def _check_attention_kwargs(
         self, attention_kwargs: dict[str, Any], hidden_states: torch.Tensor
     ) -> None:
-        """Only the keywords the attention reads: for DeBERTa, ``rel_embeddings``."""
-        allowed = {"rel_embeddings"} if hasattr(self.attention, "table_or") else set()
+        """Only the keywords the attention reads (its ``input_keywords``: for
+        DeBERTa, ``rel_embeddings``), checked by the attention."""
+        allowed = set(self.attention.input_keywords)
         unknown = sorted(set(attention_kwargs) - allowed)
         if unknown:
             accepted = ", ".join(sorted(allowed)) or "none"
@@ -257,9 +258,8 @@ class EncoderLayer(nn.Module):
                 f"{type(self).__name__}.forward got unexpected keyword arguments "
                 f"{unknown}; the attention's own keywords: {accepted}"
             )
-        if "rel_embeddings" in attention_kwargs:
-            table = attention_kwargs["rel_embeddings"]
-            self.attention.check_table(self.attention.table_or(table), hidden_states)
+        if attention_kwargs:
+            self.attention.read_inputs(attention_kwargs, hidden_states)
 
     def _forward(
         self,
@@ -276,12 +276,10 @@ class EncoderLayer(nn.Module):
         Shapes:
             hidden_states, query_states: ``(b, n, hidden)``; output: ``(b, n, hidden)``
         """
-        if hasattr(self.attention, "table_or"):
-            table = attention_kwargs.pop("rel_embeddings", None)
-            attention_kwargs["rel_embeddings"] = self.attention.table_or(table)
+        inputs = self.attention.read_inputs(attention_kwargs, hidden_states)
         states, queries = self._attention_inputs(hidden_states, query_states)
-        context = self.attention._attend(
-            states, prepared, query_states=queries, **attention_kwargs
+        context = self.attention.attend(
+            states, prepared, query_states=queries, **inputs
         )  # (b, n, hidden)
         residual = hidden_states if query_states is None else query_states
         return self._block(residual, context)
@@ -621,7 +619,7 @@ class DisentangledEncoder(nn.Module):
             key_padding_mask=key_padding_mask, attn_mask=attn_mask,
         )
         table = self.rel_embeddings()  # (r, hidden)
-        first.check_table(table, hidden_states)
+        first.read_inputs({"rel_embeddings": table}, hidden_states)
         for layer in layers:
             hidden_states = layer._forward(
                 hidden_states, prepared, query_states=query_states,

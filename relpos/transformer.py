@@ -1,9 +1,9 @@
 """One stack for every scheme: an encoder or a decoder around any attention by name.
 
 ``Transformer`` stacks ``EncoderLayer`` blocks around the attention of one scheme,
-named as the registry names it (``relpos.schemes.scheme_names()``), or
-``"deberta"`` (``DisentangledSelfAttention``, its layers sharing one table as in
-``DisentangledEncoder``) or ``"none"`` (content attention, no positions)::
+named as the registry names it (``relpos.schemes.scheme_names()``; DeBERTa's
+layers share one table that the stack owns, as its registration's ``shared``
+declares), or ``"none"`` (content attention, no positions)::
 
     stack = relpos.Transformer("alibi", num_layers=2, hidden_size=64, num_heads=4,
                                causal=True, norm_first=True, norm="rms",
@@ -30,24 +30,40 @@ from typing import Any
 import torch
 from torch import nn
 
-from .attention import DisentangledSelfAttention
 from .backends import BACKENDS
 from .cache import KVCache
 from .checks import check_choice, check_int
 from .core import SelfAttention
-from .embedding import RelativePositionEmbedding
 from .encoder import EncoderLayer, _norm
 from .generate import generate
 from .schemes import registry
 
 #: The names a stack takes besides the registry's.
-OWN_SCHEMES = ("deberta", "none")
+OWN_SCHEMES = ("none",)
+
+#: The model settings (a registration's ``model``) the stack builds.
+STACK_SETTINGS = ("table_norm",)
+
+
+def _model_settings(scheme: str) -> dict[str, Any]:
+    """The registration's settings of the model around ``scheme``'s attention."""
+    if scheme in OWN_SCHEMES:
+        return {}
+    found, variant = registry.resolve(scheme)
+    return found.model_settings(variant)
 
 
 def stack_schemes() -> list[str]:
-    """Every scheme name ``Transformer`` takes: ``"deberta"``, ``"none"``, then the
-    registry's schemes and variants."""
-    return [*OWN_SCHEMES, *registry.scheme_names()]
+    """Every scheme name ``Transformer`` takes: ``"none"``, then the registry's
+    schemes and variants whose model settings the stack builds (DeBERTa's
+    enhanced mask decoder and sinusoidal start are the book's)."""
+    return [
+        *OWN_SCHEMES,
+        *(
+            name for name in registry.scheme_names()
+            if set(_model_settings(name)) <= set(STACK_SETTINGS)
+        ),
+    ]
 
 
 def build_scheme_attention(
@@ -63,7 +79,8 @@ def build_scheme_attention(
 ) -> SelfAttention:
     """The attention of ``scheme`` with its constructor arguments.
 
-    ``"deberta"`` is built without a table of its own (its stack owns one).
+    A scheme whose registration declares a ``shared`` input is built without it
+    (``shared.detached``: DeBERTa's without a table of its own); its stack owns it.
 
     Shapes:
         output: a module that maps ``(b, n, hidden)`` to ``(b, n, hidden)``
@@ -72,10 +89,6 @@ def build_scheme_attention(
         dropout=dropout, causal=causal, backend=backend, num_kv_heads=num_kv_heads
     )
     settings = {**common, **(attention_settings or {})}  # the settings win
-    if scheme == "deberta":
-        return DisentangledSelfAttention(
-            hidden_size, num_heads, **settings, own_table=False
-        )
     if scheme == "none":
         return SelfAttention(hidden_size, num_heads, **settings)
     if scheme not in registry.scheme_names():
@@ -85,6 +98,8 @@ def build_scheme_attention(
     found, variant = registry.resolve(scheme)
     arguments = {} if variant is None else dict(found.variants[variant])
     arguments.update(settings)
+    if found.shared is not None:
+        arguments.update(found.shared.detached)
     return found.attention(hidden_size, num_heads, **arguments)
 
 
@@ -106,8 +121,11 @@ class Transformer(nn.Module):
     Attributes:
         layers: the ``EncoderLayer`` blocks.
         final_norm: the stack's last norm (pre-norm only), else None.
-        table: DeBERTa's shared ``(2 * span, hidden)`` table (``"deberta"`` only).
-        table_norm: the table's LayerNorm, as in ``DisentangledEncoder``.
+        shared: the registration's ``SharedInput`` (DeBERTa's table), or None.
+        table: the shared input's module (DeBERTa's ``(2 * span, hidden)``
+            table), or None.
+        table_norm: its LayerNorm, or None: the registration's ``table_norm``
+            for the name (``deberta-no-norm`` has none).
 
     Shapes:
         hidden_states: ``(b, n, hidden)``; attention_mask: any convention of
@@ -160,10 +178,14 @@ class Transformer(nn.Module):
         self.final_norm = (
             _norm(norm, hidden_size, layer_norm_eps) if norm_first else None
         )
+        self.shared = None
+        if scheme not in OWN_SCHEMES:
+            self.shared = registry.resolve(scheme)[0].shared
         self.table = self.table_norm = None
-        if scheme == "deberta":
-            self.table = RelativePositionEmbedding(first.attention.span, hidden_size)
-            self.table_norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
+        if self.shared is not None:
+            self.table = self.shared.build(first.attention)  # (rows, hidden)
+            if _model_settings(scheme)["table_norm"]:
+                self.table_norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
         self.table_dropout = nn.Dropout(first.dropout_p)
 
     def forward(
@@ -186,17 +208,27 @@ class Transformer(nn.Module):
             positions=positions, document_ids=document_ids, cache=cache,
             key_padding_mask=key_padding_mask, attn_mask=attn_mask,
         )
-        table = None
-        if self.table is not None:
-            table = self.table_norm(self.table.weight)  # (2 * span, hidden)
+        table = self.shared_input()  # (rows, hidden) or None
         for layer in self.layers:
             extra = {}
-            if table is not None:
-                extra["rel_embeddings"] = self.table_dropout(table)  # each its own
+            if table is not None:  # each layer its own dropout of it
+                extra[self.shared.keyword] = self.table_dropout(table)
             hidden_states = layer(hidden_states, attention_mask, **given, **extra)
         if self.final_norm is not None:
             hidden_states = self.final_norm(hidden_states)
         return hidden_states  # (b, n, hidden)
+
+    def shared_input(self) -> torch.Tensor | None:
+        """The input every layer reads, before dropout: ``table_norm(table.weight)``
+        (DeBERTa's LayerNorm-ed table), or None for a scheme that shares none.
+
+        Shapes:
+            output: ``(rows, hidden)``
+        """
+        if self.table is None:
+            return None
+        weight = self.table.weight  # (rows, hidden)
+        return weight if self.table_norm is None else self.table_norm(weight)
 
     def extra_repr(self) -> str:
         return f"scheme={self.scheme!r}, num_layers={self.num_layers}"
