@@ -43,6 +43,13 @@ from ...stats import bootstrap_interval, paired_test
 
 #: The record's id.
 RECORD_ID = "probe-alignment"
+#: The claim as the probe tests it (chapter 1's words, then the probe's).
+CLAIM = (
+    "Grammar is mostly about relative order, so relative positions suit "
+    "language: on minimal pairs inside L whose grammaticality is fixed by "
+    "relative order, a relative model is right more often than an absolute "
+    "one, whatever the offset."
+)
 #: The accuracy of a guess between the two members of a pair.
 CHANCE = 0.5
 #: Where the evidence is, relative to the results folder.
@@ -212,16 +219,13 @@ def alignment_record(result: dict[str, Any]) -> dict[str, Any]:
     judged_on = (" and ".join(tested) + (" judged alone" if len(tested) == 1
                                          else " judged")) if tested else "no half"
     mechanism = (
-        f"{design.MECHANISM} Measured after {steps} steps, seeds: {len(values)}; "
-        f"{judged_on}. " + " ".join(texts)
+        f"Measured after {steps} steps, seeds: {len(values)}; {judged_on}. "
+        + " ".join(texts) + f" {design.MECHANISM}"
     )
     record: dict[str, Any] = {
         "id": RECORD_ID if verdict_budget else f"{RECORD_ID}-{steps}-steps",
         "chapter": design.CHAPTER,
-        "claim": "Grammar is mostly about relative order, so relative positions "
-        "suit language: on minimal pairs inside L whose grammaticality is fixed "
-        "by relative order, a relative model is right more often than an "
-        "absolute one, whatever the offset.",
+        "claim": CLAIM,
         "verdict": verdict,
         "mechanism": mechanism,
         "evidence": {"file": EVIDENCE, "keys": ["summary", "comparisons"]},
@@ -236,6 +240,6 @@ def alignment_record(result: dict[str, Any]) -> dict[str, Any]:
     return ledger.check_record(record)
 
 
-__all__ = ["CHANCE", "EVIDENCE", "RECORD_ID", "advantage", "alignment_record",
+__all__ = ["CHANCE", "CLAIM", "EVIDENCE", "RECORD_ID", "advantage", "alignment_record",
            "arm_passes", "combine_halves", "half_verdict", "learned",
            "relation_spread", "relation_values", "verdict_of"]
