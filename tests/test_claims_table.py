@@ -55,3 +55,19 @@ def test_the_words_are_chapter_1s_and_the_committed_rows_the_ledgers():
     by_id = {r["id"]: r["verdict"] for r in records}
     for row in claims_table.claims_rows():
         assert row["verdict"] == by_id[row["probe"]]
+
+
+def test_a_probes_section_renders_its_design_then_its_result():
+    design = claims_table.probe_design("probe-alignment", {"OFFSET_TOLERANCE": 0.05})
+    assert design.startswith("**Prediction.** If grammar")
+    assert "OFFSET_TOLERANCE" not in design and "under 0.05" in design
+    assert "**Falsifier.**" in design
+    records = _records()
+    waiting = claims_table.probe_result("probe-length", records)
+    assert "The sweep is under way" in waiting
+    records[2]["mechanism"] = "Brackets: fails. " + probes.PROBES[2].mechanism
+    shown = claims_table.probe_result("probe-alignment", records)
+    assert shown.startswith("**Result: fails**, 10 seeds; interval [-0.109, -0.001]")
+    assert shown.endswith("Brackets: fails.")  # the design's mechanism left out
+    with pytest.raises(ValueError, match="record_id"):
+        claims_table.probe_design("text-length")

@@ -6,7 +6,11 @@ the ledger carries the claim's ``seed_claim``. :func:`claims_rows` gives one
 row per claim: the claim in chapter 1's words (:data:`CLAIM_WORDS`), the
 probe's verdict, the probe (its record id), its seeds and the 95% interval
 its verdict rests on, saying of what. :func:`claims_table` renders them in
-Markdown; chapter 1 shows the table and chapters 9 to 13 cite it.
+Markdown; chapter 1 shows the table and chapters 9 to 13 cite it. For the
+sections of chapter 11 that present each probe, :func:`probe_design` renders
+its prediction and falsifier (from its design module, before any result) and
+:func:`probe_result` its record: the verdict, seeds, interval and what was
+measured, or that its sweep is under way.
 
     >>> rows = claims_rows()
     >>> [r["verdict"] for r in rows]  # doctest: +SKIP
@@ -17,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..experiments.verdicts.probes import interval_of
+from ..experiments.verdicts.probes import PROBES, Probe, interval_of
 from .ledger import SEED_CLAIMS, load_ledger, verdict_table
 
 #: The four claims in chapter 1's words (its section "Four claims").
@@ -73,6 +77,38 @@ def claims_rows(records: list[dict[str, Any]] | None = None) -> list[dict[str, A
     ]
 
 
+def _probe(record_id: str) -> Probe:
+    for probe in PROBES:
+        if probe.id == record_id:
+            return probe
+    raise ValueError(f"record_id must be one of {[p.id for p in PROBES]}, "
+                     f"got {record_id!r}")
+
+
+def probe_design(record_id: str, constants: dict[str, Any] | None = None) -> str:
+    """The probe's prediction and falsifier as Markdown, each constant named in
+    them (``OFFSET_TOLERANCE``...) replaced by its value from ``constants``."""
+    probe = _probe(record_id)
+    text = f"**Prediction.** {probe.prediction}\n\n**Falsifier.** {probe.falsifier}"
+    for name, value in (constants or {}).items():
+        text = text.replace(name, str(value))
+    return text
+
+
+def probe_result(record_id: str, records: list[dict[str, Any]] | None = None) -> str:
+    """The probe's result as Markdown, from its ledger record: that its sweep is
+    under way, or its verdict, seeds, interval and what it measured."""
+    probe = _probe(record_id)
+    records = load_ledger() if records is None else records
+    record = {r["id"]: r for r in records}[record_id]
+    if record["seeds"] == 0:
+        return ("**Result.** The sweep is under way; the verdict appears in the "
+                "ledger, and here, when it finishes.")
+    measured = record["mechanism"].replace(probe.mechanism, "").strip()
+    return (f"**Result: {record['verdict']}**, {record['seeds']} seeds; interval "
+            f"{_interval(record)}. {measured}")
+
+
 def claims_table(records: list[dict[str, Any]] | None = None) -> str:
     """:func:`claims_rows` as a Markdown table (the verdict in bold).
 
@@ -82,4 +118,5 @@ def claims_table(records: list[dict[str, Any]] | None = None) -> str:
     return verdict_table(claims_rows(records), COLUMNS)
 
 
-__all__ = ["CLAIM_WORDS", "COLUMNS", "claims_rows", "claims_table"]
+__all__ = ["CLAIM_WORDS", "COLUMNS", "claims_rows", "claims_table", "probe_design",
+           "probe_result"]
