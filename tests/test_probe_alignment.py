@@ -421,3 +421,18 @@ def test_the_live_probe_holds_its_assertion(committed):
     shares = live_check(result)
     assert set(shares) == set(grammar.OFFSETS)
     assert result["record"]["train_seconds"] < 60
+
+
+def test_the_figure_fits_the_page_and_labels_every_axis():
+    from relpos.book import results
+    from relpos.book.plot._style import PAGE_WIDTH
+    from relpos.book.probes.alignment.plot import accuracy_by_distance
+
+    result = results.load("probes/alignment.json")
+    figure = accuracy_by_distance(result)
+    assert figure.get_size_inches()[0] <= PAGE_WIDTH
+    arms, offsets = len(result["grid"]["arm"]), len(result["items"]["provenance"]
+                                                    ["offsets"])
+    for ax in figure.axes:
+        assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+        assert len(ax.lines) == arms * offsets + 1  # and chance
