@@ -11,7 +11,8 @@ import pytest
 from relpos.book.experiments.verdicts import probes
 from relpos.book.results import claims_table, ledger
 
-CHAPTER_1 = Path(__file__).resolve().parents[1] / "book" / "01_absolute_to_relative.ipynb"
+BOOK = Path(__file__).resolve().parents[1] / "book"
+CHAPTER_1 = BOOK / "01_absolute_to_relative.ipynb"
 
 
 def _records() -> list[dict]:
