@@ -51,9 +51,9 @@ INTERVAL_SEEDS = 10
 #: sweep among them): DeBERTa's two tables and every scheme the core's registry
 #: marks relative. (FIRE is not: its distance is divided by the query's
 #: position; ``deberta-emd`` adds absolute positions before its last layer.)
-RELATIVE_SCHEMES = ("deberta", "deberta-buckets") + tuple(
+RELATIVE_SCHEMES = tuple(dict.fromkeys(("deberta", "deberta-buckets") + tuple(
     name for name, entry in REGISTRY.items() if entry.relative
-)
+)))  # each once, where the registry lists DeBERTa too
 REQUIRED = ("id", "chapter", "claim", "verdict", "mechanism", "evidence", "seeds")
 OPTIONAL = ("interval", "intervention", "seed_claim", "prediction", "falsifier")
 
