@@ -64,3 +64,21 @@ def test_each_claim_rests_on_its_probe_in_the_committed_ledger():
     with pytest.raises(ValueError, match="probe's record"):
         probes.interval_of("text-length")
     assert "minimal pairs" in probes.interval_of("probe-alignment-1000-steps")
+
+
+@pytest.mark.slow  # the whole ledger built twice: about 20 s
+def test_the_whole_build_with_and_without_a_probes_result(tmp_path):
+    from relpos.book.results.build import FOLDER, build_ledger
+
+    folder = tmp_path / "results"
+    shutil.copytree(FOLDER, folder, ignore=shutil.ignore_patterns("runs", "*.py",
+                                                                 "__pycache__"))
+    built = {r["id"]: r for r in build_ledger(folder)["claims"]}
+    committed = {r["id"]: r for r in ledger.load_ledger()}
+    assert built == committed
+    (folder / "probes" / "alignment.json").unlink()
+    without = {r["id"]: r for r in build_ledger(folder)["claims"]}
+    assert without["probe-alignment"]["verdict"] == "untested"
+    assert "make probe-alignment" in without["probe-alignment"]["mechanism"]
+    assert {i: r for i, r in without.items() if i != "probe-alignment"} == {
+        i: r for i, r in built.items() if i != "probe-alignment"}
