@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,10 @@ PARTS = (
     "variants",
     "assessment",
 )
+# The parts that pages other than the instructors' render: the students' syllabus
+# (book/syllabus.md) and the map of learning objectives (book/objectives.md).
+PAGE_PARTS = ("syllabus", "objectives")
+OBJECTIVES = BOOK / "course" / "objectives.yml"
 KINDS = {
     "lecture": "Lecture",
     "demo": "Live demo",
@@ -311,6 +316,114 @@ def exercise_points(plan: dict[str, Any], label: str) -> int:
     return sum(points[kind] for kind in kinds)
 
 
+def learning_objectives(notebook: Path) -> list[str]:
+    """A chapter's learning objectives: the list after ``**Learning objectives**``
+    in its notebook, each item as one line of Markdown."""
+    for cell in json.loads(Path(notebook).read_text())["cells"]:
+        text = "".join(cell["source"])
+        if cell["cell_type"] != "markdown" or "**Learning objectives**" not in text:
+            continue
+        block = text.split("**Learning objectives**", 1)[1]
+        items = re.findall(r"^- (.*(?:\n  .*)*)", block, flags=re.MULTILINE)
+        return [" ".join(item.split()) for item in items]
+    return []
+
+
+def load_objectives(path: Path = OBJECTIVES) -> dict[int, list[dict[str, Any]]]:
+    """What assesses each objective, by chapter (book/course/objectives.yml)."""
+    data = yaml.safe_load(Path(path).read_text())
+    if not isinstance(data, dict) or not isinstance(data.get("chapters"), dict):
+        raise ValueError(f"{path} holds no objectives (a mapping with 'chapters')")
+    return {int(n): items for n, items in data["chapters"].items()}
+
+
+ASSESSMENTS = ("exercises", "selfcheck", "discussion")
+
+
+def objective_map(
+    plan: dict[str, Any],
+    objectives: dict[int, list[dict[str, Any]]],
+    chapters: dict[int, Path],
+) -> list[dict[str, Any]]:
+    """Every learning objective of every chapter with what assesses it: a row
+    ``{chapter, number, text, exercises, selfcheck, discussion}`` per objective.
+
+    Raises:
+        ValueError: a chapter's objectives and the map disagree (count or first
+            words), or the map names an exercise, a self-check question or a
+            discussion question that does not exist.
+    """
+    labels = {e["label"] for s in plan["sessions"] for e in s["exercises"]}
+    questions = {s["number"]: len(s["discussion"]) for s in plan["sessions"]}
+    rows = []
+    for chapter, path in sorted(chapters.items()):
+        texts, mapped = learning_objectives(path), objectives.get(chapter, [])
+        if len(texts) != len(mapped):
+            raise ValueError(
+                f"chapter {chapter} has {len(texts)} objectives, the map {len(mapped)}"
+            )
+        data = BOOK / "selfcheck" / f"ch{chapter:02d}.yml"
+        ids = {q["id"] for q in yaml.safe_load(data.read_text())["questions"]}
+        for number, (text, item) in enumerate(zip(texts, mapped), start=1):
+            if not text.startswith(item["starts"]):
+                raise ValueError(
+                    f"chapter {chapter}, objective {number}: starts "
+                    f"{text[:40]!r}, not {item['starts']!r}"
+                )
+            unknown = sorted(set(item.get("exercises", [])) - labels)
+            unknown += sorted(set(item.get("selfcheck", [])) - ids)
+            unknown += [
+                f"discussion {s}.{q}"
+                for s, q in item.get("discussion", [])
+                if not 1 <= q <= questions.get(s, 0)
+            ]
+            if unknown:
+                raise ValueError(f"chapter {chapter}, objective {number}: {unknown}")
+            rows.append(
+                {
+                    "chapter": chapter,
+                    "number": number,
+                    "text": text,
+                    **{kind: list(item.get(kind, [])) for kind in ASSESSMENTS},
+                }
+            )
+    return rows
+
+
+def first_session(plan: dict[str, Any]) -> datetime:
+    """The term's first session (the syllabus's ``first_session``), with its offset."""
+    text = str(plan["syllabus"]["first_session"])
+    start = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if start.tzinfo is None:
+        raise ValueError(f"first_session must carry its UTC offset, got {text!r}")
+    return start
+
+
+def day_of_term(plan: dict[str, Any], day: int) -> str:
+    """Day ``day`` of the term (0: the first session's start) as a date and time in
+    the first session's time zone: ``Mon 18 Jan 2027, 10:00``."""
+    when = first_session(plan) + timedelta(days=day)
+    return f"{when:%a %d %b %Y, %H:%M}"
+
+
+def term_calendar(plan: dict[str, Any]) -> list[tuple[int, str]]:
+    """Everything dated in the term, in order: ``(day, what)`` for each session,
+    each problem set's due date and each project milestone."""
+    found = [
+        (session_start_days(plan, s["number"]), f"session {s['number']}")
+        for s in plan["sessions"]
+    ]
+    found += [
+        (day, f"problem set {chapter} due")
+        for chapter, day in problem_set_days(plan).items()
+    ]
+    found += [
+        (day, f"project milestone due: {name}")
+        for name, day in milestone_days(plan).items()
+    ]
+    return sorted(found, key=lambda item: (item[0], item[1].startswith("session")))
+
+
 class CoursePlan(SphinxDirective):
     """``.. course-plan:: PART``: one part of ``book/course/plan.yml``."""
 
@@ -319,8 +432,10 @@ class CoursePlan(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         part = self.arguments[0]
-        if part not in PARTS:
-            raise self.error(f"course-plan: PART must be one of {PARTS}, got {part!r}")
+        if part not in PARTS + PAGE_PARTS:
+            raise self.error(
+                f"course-plan: PART must be one of {PARTS + PAGE_PARTS}, got {part!r}"
+            )
         self.env.note_dependency(str(PLAN))
         self.plan = load_plan()
         self.chapters = chapter_files()
@@ -717,6 +832,107 @@ class CoursePlan(SphinxDirective):
             )
         return found
 
+    def render_syllabus(self) -> list[nodes.Node]:
+        """The students' syllabus: the sessions' dates, what falls due when, the
+        grading weights and the policies."""
+        self.env.note_dependency(str(OBJECTIVES))
+        plan, form = self.plan, self.plan["format"]
+        sessions = []
+        for s in plan["sessions"]:
+            minutes = sum(self.chapter_minutes(n) for n in s["reading"])
+            chapters = self.bullets([self.chapter_link(n) for n in s["chapters"]])
+            when = day_of_term(plan, session_start_days(plan, s["number"]))
+            sessions.append([f"{s['number']}. {s['title']}", when, chapters, minutes])
+        due = [
+            [day_of_term(plan, day), what[0].upper() + what[1:]]
+            for day, what in term_calendar(plan)
+            if not what.startswith("session")
+        ]
+        sets, project = plan["assessment"]["problem_sets"], plan["assessment"]["project"]
+        found: list[nodes.Node] = [
+            self.para(
+                f"{len(plan['sessions'])} sessions of {form['minutes']} minutes, one a "
+                f"week, from {day_of_term(plan, 0)} (times in the first session's time "
+                "zone). Read a session's chapters before it: each session is a "
+                "lecture with a live demo, a lab in pairs and a discussion."
+            ),
+            self.table(
+                ["session", "date", "chapters", "reading before (min)"],
+                [[a, b, c, str(d)] for a, b, c, d in sessions],
+                [34, 22, 32, 12],
+            ),
+            self.rubric("What falls due, and when"),
+            self.para(
+                "Each chapter has a graded problem set: its lab and homework "
+                "exercises. No week has more than "
+                f"{form['problem_sets_per_week']} due, and the project's milestones "
+                "fall between them."
+            ),
+            self.table(["due", "what"], due, [34, 66]),
+            self.rubric("Grading"),
+            self.table(
+                ["part", "weight", "how it is scored"],
+                [
+                    [
+                        "problem sets",
+                        f"{sets['weight']}%",
+                        "each counts equally: its score after any late penalty, as a "
+                        "percentage of its points; checks are graded automatically, "
+                        "written answers by hand with a rubric of "
+                        f"{plural(written_points(plan), 'point')}",
+                    ],
+                    [
+                        "final project",
+                        f"{project['weight']}%",
+                        f"{project_title(plan)}: the rubric's 100 points, less the "
+                        "penalties of late milestones",
+                    ],
+                ],
+                [18, 10, 72],
+            ),
+            self.rubric("Late work"),
+            self.para(
+                late_rule(plan, "problem set or milestone", "its maximum points")
+                .removeprefix("**Late work.** ")
+                + " The penalty is taken once the written answers are marked, from "
+                "the final score, and never exceeds it: handed in 26 hours late (two "
+                f"days, the second begun), a problem set loses {two_days(plan)}% of "
+                "its maximum points, or all it scored if that is less. A problem set "
+                "not handed in counts 0."
+            ),
+        ]
+        for policy in plan["syllabus"]["policies"]:
+            found.append(self.rubric(policy["name"]))
+            found.append(self.para(policy["text"]))
+        return found
+
+    def render_objectives(self) -> list[nodes.Node]:
+        """Each chapter's learning objectives and what assesses them."""
+        self.env.note_dependency(str(OBJECTIVES))
+        rows = objective_map(self.plan, load_objectives(), self.chapters)
+        found: list[nodes.Node] = []
+        for chapter in sorted({row["chapter"] for row in rows}):
+            found.append(self.rubric(self.chapter_link(chapter).split("](")[0][1:]))
+            table = []
+            for row in (r for r in rows if r["chapter"] == chapter):
+                table.append(
+                    [
+                        f"{chapter}.{row['number']} {row['text']}",
+                        ", ".join(self.exercise(e) for e in row["exercises"]) or "none",
+                        ", ".join(row["selfcheck"]) or "none",
+                        ", ".join(f"session {s}, question {q}"
+                                  for s, q in row["discussion"]) or "none",
+                    ]
+                )
+            found.append(
+                self.table(
+                    ["objective", "graded exercises", "self-check", "discussion"],
+                    table,
+                    [46, 18, 18, 18],
+                )
+            )
+        return found
+
     def render_assessment(self) -> list[nodes.Node]:
         assessment = self.plan["assessment"]
         sets, project = assessment["problem_sets"], assessment["project"]
@@ -762,6 +978,17 @@ class CoursePlan(SphinxDirective):
             [str(day), str(day // 7 + 1), ", ".join(items)]
             for day, items in sorted(due.items())
         ]
+
+
+def two_days(plan: dict[str, Any]) -> int:
+    """The late penalty, in percent of the maximum, of work two days late."""
+    late = plan["assessment"]["late"]
+    return min(2 * late["percent_per_day"], late["max_percent"])
+
+
+def project_title(plan: dict[str, Any]) -> str:
+    """The final project's title."""
+    return plan["project"]["title"]
 
 
 def late_rule(plan: dict[str, Any], what: str, points: str) -> str:
