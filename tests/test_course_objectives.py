@@ -65,7 +65,9 @@ def test_every_graded_exercise_assesses_an_objective():
 
 def test_the_map_refuses_what_does_not_match(tmp_path):
     def broken(chapter: int, change) -> dict:
-        objectives = {n: [dict(item) for item in items] for n, items in OBJECTIVES.items()}
+        objectives = {
+            n: [dict(item) for item in items] for n, items in OBJECTIVES.items()
+        }
         change(objectives[chapter])
         return objectives
 
@@ -162,7 +164,8 @@ def test_the_syllabus_and_the_map_render(tmp_path):
         "extensions = ['myst_parser', 'course_plan']\n"
     )
     (tmp_path / "index.md").write_text(
-        "# Pages\n\n```{course-plan} syllabus\n```\n\n```{course-plan} objectives\n```\n"
+        "# Pages\n\n```{course-plan} syllabus\n```\n\n"
+        "```{course-plan} objectives\n```\n"
     )
     subprocess.run(
         [sys.executable, "-m", "sphinx", "-q", "-b", "html", str(tmp_path),

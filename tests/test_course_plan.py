@@ -387,11 +387,15 @@ def test_the_instructors_page_agrees_with_the_plan():
     page = (BOOK / "instructors.md").read_text()
     count = len(SESSIONS)
     # every count of sessions the page states is the plan's
-    stated = re.findall(r"\b(four|five|six|seven) (?:90-minute )?(?:sessions|decks)\b", page)
+    stated = re.findall(
+        r"\b(four|five|six|seven) (?:90-minute )?(?:sessions|decks)\b", page
+    )
     assert stated and {NUMBERS[word] for word in stated} == {count}, stated
     assert f"session-{count}.html" in page
     # no session's chapters typed by hand: the plan's directive states them
-    typed = re.findall(r"session[- ]\d+(?:\.md)?`?\s+(?:covers\s+)?chapters?\s+\d", page)
+    typed = re.findall(
+        r"session[- ]\d+(?:\.md)?`?\s+(?:covers\s+)?chapters?\s+\d", page
+    )
     assert not typed, typed
     assert "in session 4" not in page.replace("launched in session", "")
 

@@ -114,7 +114,7 @@ def test_the_correct_option_is_no_tell_by_its_length():
     ranks = [r for path in FILES for r in length_ranks(load_questions(path))]
     assert len(ranks) >= 58
     longest = ranks.count(0)
-    assert longest <= len(ranks) / 3, f"correct is the longest in {longest}/{len(ranks)}"
+    assert longest <= len(ranks) / 3, f"the longest in {longest} of {len(ranks)}"
     for rank in set(ranks):
         assert ranks.count(rank) <= len(ranks) / 2, (rank, ranks.count(rank))
 

@@ -4,7 +4,8 @@ book/course/plan.yml says when a problem set is due: ``homework_due_weeks`` (in
 ``format``, the one rule the instructors' page and the slides state too) weeks after
 the start of the session that teaches its chapter at the earliest, the sessions being
 ``session_interval_days`` apart, and no more than ``problem_sets_per_week`` in one
-week (book/_ext/course_plan.py's ``problem_set_days`` applies the rule); and its ``assessment`` says what late work costs
+week (book/_ext/course_plan.py's ``problem_set_days`` applies the rule); and its
+``assessment`` says what late work costs
 (a share of the problem set's points per day late or part of a day, up to a cap).
 tools/assignments.py writes, from it,
 

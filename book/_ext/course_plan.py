@@ -848,7 +848,8 @@ class CoursePlan(SphinxDirective):
             for day, what in term_calendar(plan)
             if not what.startswith("session")
         ]
-        sets, project = plan["assessment"]["problem_sets"], plan["assessment"]["project"]
+        assessment = plan["assessment"]
+        sets, project = assessment["problem_sets"], assessment["project"]
         found: list[nodes.Node] = [
             self.para(
                 f"{len(plan['sessions'])} sessions of {form['minutes']} minutes, one a "
