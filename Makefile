@@ -342,7 +342,7 @@ student-pdf: $(SITE_ENV)
 	RELPOS_EDITION=students $(BIN)/python tools/build_pdf.py \
 	    _build/students/pdf/relpos-book.pdf
 
-# The session slides: four reveal.js decks and an index in _build/slides, offline
+# The session slides: a reveal.js deck per session and an index in _build/slides, offline
 # (reveal.js and KaTeX pinned in book/slides/package-lock.json; the script runs
 # `npm ci --prefix book/slides` when node_modules is missing or unlike the lock).
 slides: $(SITE_ENV)

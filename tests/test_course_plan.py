@@ -99,9 +99,36 @@ def bib_keys() -> set[str]:
     return set(re.findall(r"^@\w+\{([^,\s]+),", text, flags=re.MULTILINE))
 
 
-def test_the_plan_has_four_sessions_numbered_in_order():
-    assert PLAN["format"]["sessions"] == len(SESSIONS) == 4
-    assert [session["number"] for session in SESSIONS] == [1, 2, 3, 4]
+def test_the_plan_has_six_sessions_numbered_in_order():
+    assert PLAN["format"]["sessions"] == len(SESSIONS) == 6
+    assert [session["number"] for session in SESSIONS] == [1, 2, 3, 4, 5, 6]
+
+
+def test_no_session_reads_more_than_its_share():
+    # the term fits: no session with more than three chapters or 40 minutes of reading
+    for session in SESSIONS:
+        minutes = sum(
+            course_plan.reading_minutes(course_plan.markdown_words(CHAPTERS[n]))
+            for n in session["reading"]
+        )
+        assert len(session["chapters"]) <= 3 and minutes <= 40, (
+            session["number"],
+            minutes,
+        )
+
+
+def test_every_chapter_is_in_exactly_one_session_with_a_deck_and_a_lecture():
+    counted = [n for session in SESSIONS for n in session["chapters"]]
+    assert sorted(counted) == sorted(CHAPTERS) and len(set(counted)) == len(counted)
+    for session in SESSIONS:
+        assert (ROOT / session["slides"]).is_file(), session["slides"]
+        lectured = {
+            int(n)
+            for block in session["blocks"]
+            if block["kind"] == "lecture"
+            for n in re.findall(r"chapters? (\d+)", block["topic"])
+        }
+        assert set(session["chapters"]) <= lectured, (session["number"], lectured)
 
 
 def test_every_chapter_is_taught_exactly_once_and_in_order():
@@ -279,12 +306,32 @@ def test_the_points_of_an_answer_are_the_plans():
 
 def test_homework_is_due_by_one_rule():
     assert PLAN["format"]["homework_due_weeks"] == 1
+    assert PLAN["format"]["problem_sets_per_week"] == 2
     assert course_plan.homework_due(PLAN, 1) == (
-        "one week after session 1, at the start of session 2"
+        "for chapters 1 and 2, one week after session 1, at the start of session 2; "
+        "for chapter 3, two weeks after session 1, at the start of session 3"
     )
-    assert course_plan.homework_due(PLAN, 4) == "one week after session 4"
-    fortnightly = {**PLAN, "format": {**PLAN["format"], "homework_due_weeks": 2}}
-    assert course_plan.homework_due(fortnightly, 1) == "two weeks after session 1"
+    assert course_plan.homework_due(PLAN, 4) == (
+        "two weeks after session 4, at the start of session 6"
+    )
+    assert course_plan.homework_due(PLAN, 6) == "two weeks after session 6"
+    # one a week at most: every set a week later than the one before it
+    one = {**PLAN, "format": {**PLAN["format"], "problem_sets_per_week": 1}}
+    assert list(course_plan.problem_set_days(one).values()) == [
+        7 * w for w in range(1, 14)
+    ]
+    # no cap to speak of: due one week after the session that teaches it
+    many = {**PLAN, "format": {**PLAN["format"], "problem_sets_per_week": 9}}
+    teaches = session_of_chapter()
+    assert course_plan.problem_set_days(many) == {
+        n: 7 * teaches[n] for n in CHAPTERS
+    }
+    for bad in (0, 1.5, True):
+        broken = {**PLAN, "format": {**PLAN["format"], "problem_sets_per_week": bad}}
+        with pytest.raises(ValueError, match="problem_sets_per_week"):
+            course_plan.problem_set_days(broken)
+    with pytest.raises(ValueError, match="number"):
+        course_plan.homework_due(PLAN, 7)
     assert course_plan.weeks(3) == "three weeks" and course_plan.weeks(12) == "12 weeks"
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="count"):
@@ -333,6 +380,25 @@ def test_the_instructors_page_renders_every_part_once():
     # the plan is the one source: no hand-typed session table on the page
     assert not re.search(r"^\| \d+ \(\d+ min\)", page, flags=re.MULTILINE)
 
+NUMBERS = {"four": 4, "five": 5, "six": 6, "seven": 7}
+
+
+def test_the_instructors_page_agrees_with_the_plan():
+    page = (BOOK / "instructors.md").read_text()
+    count = len(SESSIONS)
+    # every count of sessions the page states is the plan's
+    stated = re.findall(
+        r"\b(four|five|six|seven) (?:90-minute )?(?:sessions|decks)\b", page
+    )
+    assert stated and {NUMBERS[word] for word in stated} == {count}, stated
+    assert f"session-{count}.html" in page
+    # no session's chapters typed by hand: the plan's directive states them
+    typed = re.findall(
+        r"session[- ]\d+(?:\.md)?`?\s+(?:covers\s+)?chapters?\s+\d", page
+    )
+    assert not typed, typed
+    assert "in session 4" not in page.replace("launched in session", "")
+
 
 def test_reading_minutes_are_words_at_200_a_minute(tmp_path):
     assert course_plan.WORDS_PER_MINUTE == 200
@@ -375,14 +441,22 @@ def test_a_variant_session_teaches_only_what_was_read():
 def test_homework_is_due_when_the_plan_says_and_never_at_a_missing_session():
     last = SESSIONS[-1]["number"]
     assert PLAN["assessment"]["session_interval_days"] == 7
-    for session in SESSIONS[:-1]:
+    days = course_plan.problem_set_days(PLAN)
+    for session in SESSIONS:
+        start = 7 * (session["number"] - 1)
+        for chapter in session["chapters"]:
+            assert days[chapter] >= start + 7, chapter  # a week to do it at least
+            assert days[chapter] % 7 == 0, chapter  # at a session's start
         due = course_plan.homework_due(PLAN, session["number"])
-        assert due.endswith(f", at the start of session {session['number'] + 1}")
-    assert course_plan.homework_due(PLAN, last) == f"one week after session {last}"
+        later = re.findall(r"at the start of session (\d+)", due)
+        assert all(int(n) <= last for n in later), due
+    assert "session 7" not in course_plan.homework_due(PLAN, last)
     assert "next session" not in " ".join(strings(SESSIONS[-1]))
     # sessions a fortnight apart: homework due in a week is not due at the next one
     apart = {**PLAN, "assessment": {**PLAN["assessment"], "session_interval_days": 14}}
-    assert course_plan.homework_due(apart, 1) == "one week after session 1"
+    assert course_plan.homework_due(apart, 1).startswith(
+        "for chapters 1 and 2, one week after session 1; "
+    )
 
 
 def test_one_due_rule_for_homework_and_the_graded_problem_sets():
@@ -398,16 +472,60 @@ def test_one_due_rule_for_homework_and_the_graded_problem_sets():
         dates = course_config.due_dates(first, plan)
         assert dates["ch01"] - first == timedelta(weeks=weeks)
         assert course_plan.homework_due(plan, 1).startswith(
-            f"{course_plan.weeks(weeks)} after session 1"
+            f"for chapters 1 and 2, {course_plan.weeks(weeks)} after session 1"
         )
+        days = course_plan.problem_set_days(plan)
+        for chapter, day in days.items():
+            assert dates[f"ch{chapter:02d}"] - first == timedelta(days=day)
+
+
+def test_no_week_of_the_term_carries_more_than_two_problem_sets():
+    days = course_plan.problem_set_days(PLAN)
+    assert sorted(days) == sorted(CHAPTERS)
+    assert list(days.values()) == sorted(days.values()), "in the book's order"
+    # any seven days of the term, not only the weeks counted from session 1
+    for start in range(0, max(days.values()) + 1):
+        within = [c for c, d in days.items() if start <= d < start + 7]
+        assert len(within) <= PLAN["format"]["problem_sets_per_week"] == 2, within
+
+
+def test_the_project_milestones_fall_apart_from_the_problem_sets():
+    days = course_plan.problem_set_days(PLAN)
+    milestones = course_plan.milestone_days(PLAN)
+    assert list(milestones) == ["Prediction", "Sweep", "Write-up"]
+    for name, day in milestones.items():
+        nearest = min(abs(day - d) for d in days.values())
+        assert nearest >= 3, (name, day, nearest)
+    # launched in session 4 (day 21): each milestone mid-week
+    assert milestones == {"Prediction": 31, "Sweep": 45, "Write-up": 59}
+
+
+def test_the_marking_load_is_counted_from_the_written_answers():
+    students = PLAN["format"]["students"]
+    each = PLAN["written_answers"]["minutes_each"]
+    assert students == 40 and each > 0
+    asks = course_plan.written_asks(PLAN)
+    total = 0
+    for session in SESSIONS:
+        written = [e for e in session["exercises"] if e["label"] in asks]
+        answers, minutes = course_plan.marking_load(PLAN, session["number"])
+        assert answers == len(written) * students and minutes == answers * each
+        total += answers
+    assert total == len(asks) * students == 920  # the count for 40 students
+    assert course_plan.marking_load(PLAN, 1) == (240, 720)
+    assert course_plan.hours(720) == "12 h" and course_plan.hours(45) == "45 min"
+    assert course_plan.hours(150) == "2 h 30 min"
+    assert course_plan.project_marking(PLAN) == (20, 800)
+    with pytest.raises(ValueError, match="number"):
+        course_plan.marking_load(PLAN, 9)
 
 
 def test_the_project_has_three_milestones_and_a_template():
     project = PLAN["project"]
     milestones = project["milestones"]
     assert [m["name"] for m in milestones] == ["Prediction", "Sweep", "Write-up"]
-    weeks = [m["week"] for m in milestones]
-    assert weeks == sorted(set(weeks)) and weeks[-1] == project["weeks"], weeks
+    days = [m["days"] for m in milestones]
+    assert days == sorted(set(days)) and days[-1] == project["days"], days
     assert "before any sweep runs" in milestones[0]["hand_in"]
     template = (ROOT / project["template"]).read_text()
     parts = re.findall(r"^## Part (\d): .*\(milestone (\d)", template, re.MULTILINE)

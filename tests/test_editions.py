@@ -126,4 +126,116 @@ def test_a_change_of_edition_reads_the_changed_pages_again(monkeypatch):
     assert set(changed) == expected  # intro is read anyway; the appendix unchanged
     assert editions._outdated(app, app.env, set(), set(), set()) == []
     monkeypatch.delenv(editions.EDITION_VARIABLE)
-    assert set(editions._outdated(app, app.env, set(), set(), set())) == expected
+    # intro links to the instructors' page, a link the students' edition unlinks
+    again = expected | {"book/intro"}
+    assert set(editions._outdated(app, app.env, set(), set(), set())) == again
+
+
+def students_config(tmp_path):
+    """A fake Sphinx app and config, as jupyter-book hands them to config-inited."""
+    app = SimpleNamespace(srcdir=str(ROOT), doctreedir=str(tmp_path / "doctrees"))
+    config = SimpleNamespace(
+        html_theme_options={
+            "repository_url": "https://github.com/relpos-book/relpos",
+            "use_repository_button": True,
+            "use_issues_button": True,
+            "use_edit_page_button": True,
+            "launch_buttons": {"colab_url": "https://colab.research.google.com"},
+        },
+        external_toc_path="_toc.yml",
+        exclude_patterns=["_build/*"],
+    )
+    return app, config
+
+
+def toc_files(toc: dict) -> list[str]:
+    files = [toc["root"]] + [c["file"] for c in toc.get("chapters", [])]
+    return files + [c["file"] for p in toc.get("parts", []) for c in p["chapters"]]
+
+
+def test_the_students_site_has_no_instructors_page_and_no_repository_link(
+    tmp_path, monkeypatch
+):
+    import yaml
+
+    app, config = students_config(tmp_path)
+    monkeypatch.delenv(editions.EDITION_VARIABLE, raising=False)
+    editions._no_launch_buttons(app, config)
+    assert config.external_toc_path == "_toc.yml"  # the instructors' edition: as is
+    assert config.html_theme_options["use_repository_button"] is True
+
+    monkeypatch.setenv(editions.EDITION_VARIABLE, "students")
+    editions._no_launch_buttons(app, config)
+    options = config.html_theme_options
+    assert options["launch_buttons"] == {} and options["repository_url"] == ""
+    assert not any(options[b] for b in editions.REPOSITORY_BUTTONS)
+    assert "book/instructors.md" in config.exclude_patterns
+    full = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    written = yaml.safe_load(Path(config.external_toc_path).read_text())
+    assert Path(config.external_toc_path).is_absolute()
+    assert "book/instructors" in toc_files(full)
+    assert toc_files(written) == [f for f in toc_files(full) if f != "book/instructors"]
+    assert {"book/syllabus", "book/objectives", "book/accessibility"} <= set(
+        toc_files(written)
+    )
+
+
+def test_students_toc_drops_a_part_left_empty():
+    toc = {
+        "root": "book/intro",
+        "parts": [
+            {"caption": "A", "chapters": [{"file": "book/01_x"}]},
+            {"caption": "B", "chapters": [{"file": "book/instructors"}]},
+        ],
+    }
+    assert editions.students_toc(toc)["parts"] == [toc["parts"][0]]
+    assert len(toc["parts"]) == 2  # the original is left alone
+
+
+# A link (Markdown or HTML) to the repository, whose notebooks hold every solution.
+REPOSITORY_LINK = re.compile(r"\]\(https?://github\.com/|href=\"https?://github\.com/")
+
+
+def test_no_page_of_the_students_site_links_to_the_repository():
+    import yaml
+
+    toc = editions.students_toc(yaml.safe_load((ROOT / "_toc.yml").read_text()))
+    for page in toc_files(toc):
+        path = next(ROOT.glob(f"{page}.*"))
+        text = path.read_text()
+        if path.suffix == ".ipynb":
+            cells = nbformat.reads(text, as_version=4).cells
+            text = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+        assert not REPOSITORY_LINK.search(text), page
+
+
+def test_links_to_the_instructors_page_become_their_words():
+    text = "The [instructors' page](instructors.md) and [a part](instructors.md#x-y)."
+    unlinked = "The instructors' page and a part."
+    assert editions.without_instructor_links(text) == unlinked
+    kept = "[the syllabus](syllabus.md) and [API](api.md)"
+    assert editions.without_instructor_links(kept) == kept
+    intro = (ROOT / "book" / "intro.md").read_text()
+    assert "(instructors.md)" in intro
+    assert "instructors.md" not in editions.without_instructor_links(intro)
+
+
+def test_the_students_build_removes_an_instructors_page_left_in_its_folder(
+    tmp_path, monkeypatch
+):
+    out = tmp_path / "html"
+    (out / "book").mkdir(parents=True)
+    (out / "_sources" / "book").mkdir(parents=True)
+    left = [out / "book" / "instructors.html", out / "_sources/book/instructors.md"]
+    for path in left + [out / "book" / "intro.html"]:
+        path.write_text("x")
+    app = fake_app([])
+    app.outdir, app.builder = str(out), SimpleNamespace(format="html")
+    app.config = SimpleNamespace(html_sourcelink_suffix=".txt")
+    monkeypatch.setenv(editions.EDITION_VARIABLE, "instructors")
+    editions._students_sources(app, None)
+    assert all(path.exists() for path in left)
+    monkeypatch.setenv(editions.EDITION_VARIABLE, "students")
+    editions._students_sources(app, None)
+    assert not any(path.exists() for path in left)
+    assert (out / "book" / "intro.html").exists()

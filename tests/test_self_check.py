@@ -81,6 +81,56 @@ def test_the_correct_answer_is_not_always_in_one_place():
     assert min(counts) >= len(positions) // 8, counts
 
 
+def length_ranks(questions) -> list[int]:
+    """For each question, the rank of its correct option by length: how many options
+    are longer (0: the longest, a tie for the longest included)."""
+    ranks = []
+    for question in questions:
+        lengths = [len(" ".join(option.answer.split())) for option in question.options]
+        mine = lengths[question.correct]
+        ranks.append(sum(1 for n in lengths if n > mine))
+    return ranks
+
+
+def test_length_ranks_are_read_as_a_student_would():
+    from types import SimpleNamespace as Q
+
+    def question(correct: int, *answers: str) -> Q:
+        return Q(correct=correct, options=[Q(answer=a) for a in answers])
+
+    cases = [
+        question(0, "The long right one.", "Short.", "Tiny."),
+        question(1, "The long wrong one.", "Short.", "Tiny."),
+        question(0, "Equal.", "Equals", "No."),  # a tie counts as the longest
+        question(2, "Middle one.", "The long wrong one.", "Tiny."),
+    ]
+    assert length_ranks(cases) == [0, 1, 0, 2]
+
+
+def test_the_correct_option_is_no_tell_by_its_length():
+    # A student who picks the longest option, or the second longest, must not pass:
+    # the correct one is the longest in at most a third of the questions, and at no
+    # rank by length in more than half of them.
+    ranks = [r for path in FILES for r in length_ranks(load_questions(path))]
+    assert len(ranks) >= 58
+    longest = ranks.count(0)
+    assert longest <= len(ranks) / 3, f"the longest in {longest} of {len(ranks)}"
+    for rank in set(ranks):
+        assert ranks.count(rank) <= len(ranks) / 2, (rank, ranks.count(rank))
+
+
+# Words of the tooling, not of the ideas: a self-check asks what a result means.
+TOOLING = re.compile(r"sha-?256|\.json\b|--\w|\bmake \w|\bpip\b|relpos\.", re.I)
+
+
+@pytest.mark.parametrize("path", FILES[8:], ids=lambda p: p.stem)
+def test_chapters_9_to_13_ask_about_ideas_and_evidence(path):
+    for question in load_questions(path):
+        texts = [question.question] + [o.answer for o in question.options]
+        found = [m.group() for text in texts for m in TOOLING.finditer(text)]
+        assert not found, (path.stem, question.id, found)
+
+
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_chapter_holds_its_self_check_before_its_end(path):
     cells = nbformat.read(path, as_version=4).cells

@@ -704,15 +704,6 @@ def _(question):
 # -- chapter 11: relpos and the stored text results ---------------------------------
 
 
-@checks("ch11", "corpus-name")
-def _(question):
-    from relpos.book import results
-
-    digest = results.load("text_causal.json")["corpus"]["sha256"]
-    assert len(digest) * 4 == 256  # hexadecimal: four bits a digit
-    return {256}
-
-
 @checks("ch11", "absolute-beyond-l-text")
 def _(question):
     from relpos.book import results

@@ -1,7 +1,7 @@
 """Build the course's slide decks: `make slides`, or python tools/build_slides.py [OUT].
 
 One deck per teaching session, from book/slides/session-N.md, into OUT (default
-_build/slides): session-N.html, an index.html that links the four, the figures each
+_build/slides): session-N.html, an index.html that links them all, the figures each
 deck names, drawn now by relpos.book.plot (book/slides/figures.py), and the reveal.js
 and KaTeX files the decks load, copied from book/slides/node_modules (pinned in
 book/slides/package-lock.json; `npm ci --prefix book/slides` runs first when that

@@ -2,8 +2,10 @@
 
 book/course/plan.yml says when a problem set is due: ``homework_due_weeks`` (in
 ``format``, the one rule the instructors' page and the slides state too) weeks after
-the start of the session that teaches its chapter, the sessions being
-``session_interval_days`` apart; and its ``assessment`` says what late work costs
+the start of the session that teaches its chapter at the earliest, the sessions being
+``session_interval_days`` apart, and no more than ``problem_sets_per_week`` in one
+week (book/_ext/course_plan.py's ``problem_set_days`` applies the rule); and its
+``assessment`` says what late work costs
 (a share of the problem set's points per day late or part of a day, up to a cap).
 tools/assignments.py writes, from it,
 
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import sys
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -42,6 +45,9 @@ from typing import Any
 import yaml
 
 PLAN = Path(__file__).resolve().parent.parent / "book" / "course" / "plan.yml"
+sys.path.insert(0, str(PLAN.parent.parent / "_ext"))
+
+import course_plan  # noqa: E402  (the plan's one due rule, problem_set_days)
 SECONDS_PER_DAY = 24 * 60 * 60
 # The names of the files a learning management system hands over, for
 # ``nbgrader zip_collect``: SOMETHING_STUDENT_attempt_YYYY-MM-DD-HH-MM-SS_chNN.ipynb
@@ -136,14 +142,12 @@ def due_dates(first_session: datetime, plan: dict[str, Any]) -> dict[str, dateti
     """``"chNN" -> its problem set's due date`` in UTC, for every chapter taught."""
     if first_session.tzinfo is None:
         raise ValueError("first_session must be an aware datetime (with its offset)")
-    interval = timedelta(days=plan["assessment"]["session_interval_days"])
-    after = timedelta(weeks=plan["format"]["homework_due_weeks"])
-    dates = {}
-    for session in plan["sessions"]:
-        start = first_session + (session["number"] - 1) * interval
-        for chapter in session["chapters"]:
-            dates[f"ch{chapter:02d}"] = (start + after).astimezone(timezone.utc)
-    return dates
+    return {
+        f"ch{chapter:02d}": (first_session + timedelta(days=day)).astimezone(
+            timezone.utc
+        )
+        for chapter, day in course_plan.problem_set_days(plan).items()
+    }
 
 
 def config_text(plan: dict[str, Any], dates: dict[str, datetime] | None = None) -> str:

@@ -268,7 +268,7 @@ class SessionSlides:
                 f"## The final project: {self.minutes('project')} minutes",
                 "",
                 f"**{plain(project['title'])}**: {plain(project['team'])}, due "
-                f"{course_plan.weeks(project['weeks'])} after this session.",
+                f"{project['days']} days after this session.",
                 "",
                 "| criterion | points |",
                 "| --- | ---: |",

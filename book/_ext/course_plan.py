@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,10 @@ PARTS = (
     "variants",
     "assessment",
 )
+# The parts that pages other than the instructors' render: the students' syllabus
+# (book/syllabus.md) and the map of learning objectives (book/objectives.md).
+PAGE_PARTS = ("syllabus", "objectives")
+OBJECTIVES = BOOK / "course" / "objectives.yml"
 KINDS = {
     "lecture": "Lecture",
     "demo": "Live demo",
@@ -186,16 +191,98 @@ def session_demos(session: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def homework_due(plan: dict[str, Any], number: int) -> str:
-    """When session ``number``'s homework is due, from the plan's one rule
-    (``homework_due_weeks``); at the next session's start when one follows that
-    many weeks later (``assessment``'s ``session_interval_days`` apart)."""
-    count = plan["format"]["homework_due_weeks"]
-    due = f"{weeks(count)} after session {number}"
-    interval = plan["assessment"]["session_interval_days"]
-    if 7 * count == interval and number < len(plan["sessions"]):
-        due += f", at the start of session {number + 1}"
+def session_start_days(plan: dict[str, Any], number: int) -> int:
+    """Days from the first session's start to session ``number``'s."""
+    return (number - 1) * plan["assessment"]["session_interval_days"]
+
+
+def problem_set_days(plan: dict[str, Any]) -> dict[int, int]:
+    """When each chapter's problem set is due, in days after the first session's
+    start, by the plan's one rule: ``homework_due_weeks`` after the start of the
+    session that teaches it at the earliest, in the book's order, and at most
+    ``problem_sets_per_week`` due in one week of the term (week ``w`` is days
+    ``7w`` to ``7w + 6``); a set that would make one more moves a week later."""
+    form = plan["format"]
+    cap = form["problem_sets_per_week"]
+    if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
+        raise ValueError(f"problem_sets_per_week must be an int >= 1, got {cap!r}")
+    after = 7 * form["homework_due_weeks"]
+    taught = sorted(
+        (chapter, session["number"])
+        for session in plan["sessions"]
+        for chapter in session["chapters"]
+    )
+    due: dict[int, int] = {}
+    for chapter, number in taught:
+        day = session_start_days(plan, number) + after
+        while sum(1 for d in due.values() if d // 7 == day // 7) >= cap:
+            day += 7
+        due[chapter] = day
     return due
+
+
+def due_after(plan: dict[str, Any], number: int, day: int) -> str:
+    """Day ``day`` of the term in words, counted from session ``number``'s start:
+    ``one week after session 1, at the start of session 2``."""
+    start = session_start_days(plan, number)
+    if day <= start or (day - start) % 7:
+        raise ValueError(f"day must fall whole weeks after session {number}'s start")
+    text = f"{weeks((day - start) // 7)} after session {number}"
+    starts = {session_start_days(plan, s["number"]): s for s in plan["sessions"]}
+    if day in starts:
+        text += f", at the start of session {starts[day]['number']}"
+    return text
+
+
+def homework_due(plan: dict[str, Any], number: int) -> str:
+    """When session ``number``'s homework (its chapters' problem sets) is due, from
+    :func:`problem_set_days`; chapter by chapter where they differ."""
+    sessions = {session["number"]: session for session in plan["sessions"]}
+    if number not in sessions:
+        raise ValueError(f"number must be a session of the plan, got {number!r}")
+    days = problem_set_days(plan)
+    groups: dict[int, list[int]] = {}
+    for chapter in sessions[number]["chapters"]:
+        groups.setdefault(days[chapter], []).append(chapter)
+    if len(groups) == 1:
+        return due_after(plan, number, next(iter(groups)))
+    return "; ".join(
+        f"for {chapter_numbers(chapters)}, {due_after(plan, number, day)}"
+        for day, chapters in sorted(groups.items())
+    )
+
+
+def milestone_days(plan: dict[str, Any]) -> dict[str, int]:
+    """Each project milestone's due day, in days after the first session's start."""
+    project = plan["project"]
+    launch = session_start_days(plan, project["launched"])
+    return {m["name"]: launch + m["days"] for m in project["milestones"]}
+
+
+def marking_load(plan: dict[str, Any], number: int) -> tuple[int, int]:
+    """Session ``number``'s hand-marked written answers for the whole class and the
+    minutes they take: (answers x ``students``, that x ``minutes_each``)."""
+    sessions = {session["number"]: session for session in plan["sessions"]}
+    if number not in sessions:
+        raise ValueError(f"number must be a session of the plan, got {number!r}")
+    asks = written_asks(plan)
+    count = sum(1 for e in sessions[number]["exercises"] if e["label"] in asks)
+    answers = count * plan["format"]["students"]
+    return answers, answers * plan["written_answers"]["minutes_each"]
+
+
+def project_marking(plan: dict[str, Any]) -> tuple[int, int]:
+    """The project's marking: (teams of two for the class, minutes for them all)."""
+    teams = math.ceil(plan["format"]["students"] / 2)
+    return teams, teams * plan["project"]["marking_minutes"]
+
+
+def hours(minutes: int) -> str:
+    """``150`` -> ``2 h 30 min``; ``45`` -> ``45 min``."""
+    if minutes < 60:
+        return f"{minutes} min"
+    whole, rest = divmod(minutes, 60)
+    return f"{whole} h" + (f" {rest:02d} min" if rest else "")
 
 
 def answer_points(plan: dict[str, Any]) -> dict[str, int]:
@@ -229,6 +316,114 @@ def exercise_points(plan: dict[str, Any], label: str) -> int:
     return sum(points[kind] for kind in kinds)
 
 
+def learning_objectives(notebook: Path) -> list[str]:
+    """A chapter's learning objectives: the list after ``**Learning objectives**``
+    in its notebook, each item as one line of Markdown."""
+    for cell in json.loads(Path(notebook).read_text())["cells"]:
+        text = "".join(cell["source"])
+        if cell["cell_type"] != "markdown" or "**Learning objectives**" not in text:
+            continue
+        block = text.split("**Learning objectives**", 1)[1]
+        items = re.findall(r"^- (.*(?:\n  .*)*)", block, flags=re.MULTILINE)
+        return [" ".join(item.split()) for item in items]
+    return []
+
+
+def load_objectives(path: Path = OBJECTIVES) -> dict[int, list[dict[str, Any]]]:
+    """What assesses each objective, by chapter (book/course/objectives.yml)."""
+    data = yaml.safe_load(Path(path).read_text())
+    if not isinstance(data, dict) or not isinstance(data.get("chapters"), dict):
+        raise ValueError(f"{path} holds no objectives (a mapping with 'chapters')")
+    return {int(n): items for n, items in data["chapters"].items()}
+
+
+ASSESSMENTS = ("exercises", "selfcheck", "discussion")
+
+
+def objective_map(
+    plan: dict[str, Any],
+    objectives: dict[int, list[dict[str, Any]]],
+    chapters: dict[int, Path],
+) -> list[dict[str, Any]]:
+    """Every learning objective of every chapter with what assesses it: a row
+    ``{chapter, number, text, exercises, selfcheck, discussion}`` per objective.
+
+    Raises:
+        ValueError: a chapter's objectives and the map disagree (count or first
+            words), or the map names an exercise, a self-check question or a
+            discussion question that does not exist.
+    """
+    labels = {e["label"] for s in plan["sessions"] for e in s["exercises"]}
+    questions = {s["number"]: len(s["discussion"]) for s in plan["sessions"]}
+    rows = []
+    for chapter, path in sorted(chapters.items()):
+        texts, mapped = learning_objectives(path), objectives.get(chapter, [])
+        if len(texts) != len(mapped):
+            raise ValueError(
+                f"chapter {chapter} has {len(texts)} objectives, the map {len(mapped)}"
+            )
+        data = BOOK / "selfcheck" / f"ch{chapter:02d}.yml"
+        ids = {q["id"] for q in yaml.safe_load(data.read_text())["questions"]}
+        for number, (text, item) in enumerate(zip(texts, mapped), start=1):
+            if not text.startswith(item["starts"]):
+                raise ValueError(
+                    f"chapter {chapter}, objective {number}: starts "
+                    f"{text[:40]!r}, not {item['starts']!r}"
+                )
+            unknown = sorted(set(item.get("exercises", [])) - labels)
+            unknown += sorted(set(item.get("selfcheck", [])) - ids)
+            unknown += [
+                f"discussion {s}.{q}"
+                for s, q in item.get("discussion", [])
+                if not 1 <= q <= questions.get(s, 0)
+            ]
+            if unknown:
+                raise ValueError(f"chapter {chapter}, objective {number}: {unknown}")
+            rows.append(
+                {
+                    "chapter": chapter,
+                    "number": number,
+                    "text": text,
+                    **{kind: list(item.get(kind, [])) for kind in ASSESSMENTS},
+                }
+            )
+    return rows
+
+
+def first_session(plan: dict[str, Any]) -> datetime:
+    """The term's first session (the syllabus's ``first_session``), with its offset."""
+    text = str(plan["syllabus"]["first_session"])
+    start = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if start.tzinfo is None:
+        raise ValueError(f"first_session must carry its UTC offset, got {text!r}")
+    return start
+
+
+def day_of_term(plan: dict[str, Any], day: int) -> str:
+    """Day ``day`` of the term (0: the first session's start) as a date and time in
+    the first session's time zone: ``Mon 18 Jan 2027, 10:00``."""
+    when = first_session(plan) + timedelta(days=day)
+    return f"{when:%a %d %b %Y, %H:%M}"
+
+
+def term_calendar(plan: dict[str, Any]) -> list[tuple[int, str]]:
+    """Everything dated in the term, in order: ``(day, what)`` for each session,
+    each problem set's due date and each project milestone."""
+    found = [
+        (session_start_days(plan, s["number"]), f"session {s['number']}")
+        for s in plan["sessions"]
+    ]
+    found += [
+        (day, f"problem set {chapter} due")
+        for chapter, day in problem_set_days(plan).items()
+    ]
+    found += [
+        (day, f"project milestone due: {name}")
+        for name, day in milestone_days(plan).items()
+    ]
+    return sorted(found, key=lambda item: (item[0], item[1].startswith("session")))
+
+
 class CoursePlan(SphinxDirective):
     """``.. course-plan:: PART``: one part of ``book/course/plan.yml``."""
 
@@ -237,8 +432,10 @@ class CoursePlan(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         part = self.arguments[0]
-        if part not in PARTS:
-            raise self.error(f"course-plan: PART must be one of {PARTS}, got {part!r}")
+        if part not in PARTS + PAGE_PARTS:
+            raise self.error(
+                f"course-plan: PART must be one of {PARTS + PAGE_PARTS}, got {part!r}"
+            )
         self.env.note_dependency(str(PLAN))
         self.plan = load_plan()
         self.chapters = chapter_files()
@@ -338,6 +535,7 @@ class CoursePlan(SphinxDirective):
             minutes = sum(self.chapter_minutes(n) for n in session["reading"])
             lab = [e["label"] for e in session["exercises"] if e["as"] == "lab"]
             home = [e["label"] for e in session["exercises"] if e["as"] == "homework"]
+            answers, marking = marking_load(self.plan, session["number"])
             rows.append(
                 [
                     f"{session['number']}. {session['title']}",
@@ -345,23 +543,37 @@ class CoursePlan(SphinxDirective):
                     f"{minutes} min",
                     ", ".join(exercise_number(label) for label in lab),
                     ", ".join(exercise_number(label) for label in home),
+                    f"{answers} answers, {hours(marking)}",
                 ]
             )
         form, project = self.plan["format"], self.plan["project"]
         rule = (
             "Homework, the exercises of a session not done in its lab, is due "
-            f"{weeks(form['homework_due_weeks'])} after the session that sets it; the "
-            f"final project is launched in session {project['launched']} and due "
-            f"{weeks(project['weeks'])} later."
+            f"{weeks(form['homework_due_weeks'])} after the session that sets it at "
+            f"the earliest, and never more than {form['problem_sets_per_week']} "
+            f"problem sets in one week; the final project is launched in session "
+            f"{project['launched']} and due {project['days']} days later."
         )
         return [
             self.para(f"{form['audience']} {rule}"),
             self.table(
-                ["session", "chapters", "reading before", "lab", "homework"], rows
+                [
+                    "session",
+                    "chapters",
+                    "reading before",
+                    "lab",
+                    "homework",
+                    "marking",
+                ],
+                rows,
             ),
             self.para(
                 "Reading times are computed from each chapter's text at "
                 f"{WORDS_PER_MINUTE} words a minute (code and outputs not counted). "
+                "Marking is the session's written answers, marked by hand, for "
+                f"{form['students']} students at "
+                f"{self.plan['written_answers']['minutes_each']} minutes each "
+                "(*Marking written answers* below). "
                 + form["setup"]
             ),
         ]
@@ -435,6 +647,16 @@ class CoursePlan(SphinxDirective):
                 ]
             )
 
+        answers, marking = marking_load(self.plan, number)
+        section += self.rubric("Marking")
+        section += self.para(
+            f"{answers} written answers to mark by hand "
+            f"({answers // self.plan['format']['students']} per student, "
+            f"{self.plan['format']['students']} students, "
+            f"{self.plan['written_answers']['minutes_each']} minutes each): about "
+            f"{hours(marking)}."
+        )
+
         section += self.rubric("Discussion")
         questions = nodes.enumerated_list()
         for item in session["discussion"]:
@@ -455,7 +677,7 @@ class CoursePlan(SphinxDirective):
         found: list[nodes.Node] = [
             self.para(
                 f"**{project['title']}**, launched in session {project['launched']}, "
-                f"due {project['weeks']} weeks later; {project['team']}. "
+                f"due {project['days']} days later; {project['team']}. "
                 f"{project['summary']}"
             ),
             self.rubric("What to hand in"),
@@ -464,13 +686,15 @@ class CoursePlan(SphinxDirective):
             self.table(
                 ["due", "milestone", "what to hand in"],
                 [
-                    [f"week {m['week']}", m["name"], m["hand_in"]]
+                    [f"day {m['days']}", m["name"], m["hand_in"]]
                     for m in project["milestones"]
                 ],
                 [14, 14, 72],
             ),
             self.para(
-                f"The weeks count from session {project['launched']}. Every milestone "
+                f"The days count from the start of session {project['launched']}: "
+                "each milestone falls mid-week, apart from the problem sets' "
+                "deadlines, which fall at a session's start. Every milestone "
                 f"starts from the template, `{project['template']}` (below). "
                 f"{project['prediction_rule']} "
                 + late_rule(self.plan, "milestone", "the project's 100 points")
@@ -508,6 +732,35 @@ class CoursePlan(SphinxDirective):
             self.table(["points", "the written answer is"], levels, [12, 88]),
             self.rubric("The exercises it applies to"),
             self.bullets(applies),
+            self.rubric("The marking load"),
+            *self.marking_table(),
+        ]
+
+    def marking_table(self) -> list[nodes.Node]:
+        """Per session: its written answers, for the class, and the hours."""
+        form, each = self.plan["format"], self.plan["written_answers"]["minutes_each"]
+        rows, total = [], 0
+        for session in self.plan["sessions"]:
+            answers, minutes = marking_load(self.plan, session["number"])
+            total += minutes
+            rows.append(
+                [
+                    f"session {session['number']}",
+                    str(answers // form["students"]),
+                    str(answers),
+                    hours(minutes),
+                ]
+            )
+        teams, project = project_marking(self.plan)
+        header = ["session", "per student", f"{form['students']} students", "marking"]
+        return [
+            self.table(header, rows, [25, 25, 25, 25]),
+            self.para(
+                f"At {each} minutes an answer, {hours(total)} of written answers over "
+                f"the term; the project adds {hours(project)} ({teams} teams of two, "
+                f"{self.plan['project']['marking_minutes']} minutes each, the three "
+                "milestones marked together)."
+            ),
         ]
 
     def render_grading(self) -> list[nodes.Node]:
@@ -579,6 +832,108 @@ class CoursePlan(SphinxDirective):
             )
         return found
 
+    def render_syllabus(self) -> list[nodes.Node]:
+        """The students' syllabus: the sessions' dates, what falls due when, the
+        grading weights and the policies."""
+        self.env.note_dependency(str(OBJECTIVES))
+        plan, form = self.plan, self.plan["format"]
+        sessions = []
+        for s in plan["sessions"]:
+            minutes = sum(self.chapter_minutes(n) for n in s["reading"])
+            chapters = self.bullets([self.chapter_link(n) for n in s["chapters"]])
+            when = day_of_term(plan, session_start_days(plan, s["number"]))
+            sessions.append([f"{s['number']}. {s['title']}", when, chapters, minutes])
+        due = [
+            [day_of_term(plan, day), what[0].upper() + what[1:]]
+            for day, what in term_calendar(plan)
+            if not what.startswith("session")
+        ]
+        assessment = plan["assessment"]
+        sets, project = assessment["problem_sets"], assessment["project"]
+        found: list[nodes.Node] = [
+            self.para(
+                f"{len(plan['sessions'])} sessions of {form['minutes']} minutes, one a "
+                f"week, from {day_of_term(plan, 0)} (times in the first session's time "
+                "zone). Read a session's chapters before it: each session is a "
+                "lecture with a live demo, a lab in pairs and a discussion."
+            ),
+            self.table(
+                ["session", "date", "chapters", "reading before (min)"],
+                [[a, b, c, str(d)] for a, b, c, d in sessions],
+                [34, 22, 32, 12],
+            ),
+            self.rubric("What falls due, and when"),
+            self.para(
+                "Each chapter has a graded problem set: its lab and homework "
+                "exercises. No week has more than "
+                f"{form['problem_sets_per_week']} due, and the project's milestones "
+                "fall between them."
+            ),
+            self.table(["due", "what"], due, [34, 66]),
+            self.rubric("Grading"),
+            self.table(
+                ["part", "weight", "how it is scored"],
+                [
+                    [
+                        "problem sets",
+                        f"{sets['weight']}%",
+                        "each counts equally: its score after any late penalty, as a "
+                        "percentage of its points; checks are graded automatically, "
+                        "written answers by hand with a rubric of "
+                        f"{plural(written_points(plan), 'point')}",
+                    ],
+                    [
+                        "final project",
+                        f"{project['weight']}%",
+                        f"{project_title(plan)}: the rubric's 100 points, less the "
+                        "penalties of late milestones",
+                    ],
+                ],
+                [18, 10, 72],
+            ),
+            self.rubric("Late work"),
+            self.para(
+                late_rule(plan, "problem set or milestone", "its maximum points")
+                .removeprefix("**Late work.** ")
+                + " The penalty is taken once the written answers are marked, from "
+                "the final score, and never exceeds it: handed in 26 hours late (two "
+                f"days, the second begun), a problem set loses {two_days(plan)}% of "
+                "its maximum points, or all it scored if that is less. A problem set "
+                "not handed in counts 0."
+            ),
+        ]
+        for policy in plan["syllabus"]["policies"]:
+            found.append(self.rubric(policy["name"]))
+            found.append(self.para(policy["text"]))
+        return found
+
+    def render_objectives(self) -> list[nodes.Node]:
+        """Each chapter's learning objectives and what assesses them."""
+        self.env.note_dependency(str(OBJECTIVES))
+        rows = objective_map(self.plan, load_objectives(), self.chapters)
+        found: list[nodes.Node] = []
+        for chapter in sorted({row["chapter"] for row in rows}):
+            found.append(self.rubric(self.chapter_link(chapter).split("](")[0][1:]))
+            table = []
+            for row in (r for r in rows if r["chapter"] == chapter):
+                table.append(
+                    [
+                        f"{chapter}.{row['number']} {row['text']}",
+                        ", ".join(self.exercise(e) for e in row["exercises"]) or "none",
+                        ", ".join(row["selfcheck"]) or "none",
+                        ", ".join(f"session {s}, question {q}"
+                                  for s, q in row["discussion"]) or "none",
+                    ]
+                )
+            found.append(
+                self.table(
+                    ["objective", "graded exercises", "self-check", "discussion"],
+                    table,
+                    [46, 18, 18, 18],
+                )
+            )
+        return found
+
     def render_assessment(self) -> list[nodes.Node]:
         assessment = self.plan["assessment"]
         sets, project = assessment["problem_sets"], assessment["project"]
@@ -602,12 +957,39 @@ class CoursePlan(SphinxDirective):
             self.para(
                 "**Due dates.** A chapter's problem set, its lab and homework "
                 f"exercises, is due {due} after the start of the session that "
-                "teaches it, as the homework above (the first session's "
-                "date and time are given when the course is built): the homework of "
-                f"session {last} too, although no session follows it. "
+                "teaches it at the earliest, as the homework above (the first "
+                "session's date and time are given when the course is built): the "
+                f"homework of session {last} too, although no session follows it. "
+                "Problem sets fall due in the book's order, at most "
+                f"{self.plan['format']['problem_sets_per_week']} in one week: one "
+                "that would make more moves a week later. "
                 + late_rule(self.plan, "problem set", "its points")
             ),
+            self.table(["day", "week", "due"], self.calendar(), [15, 15, 70]),
         ]
+
+    def calendar(self) -> list[list[str]]:
+        """What falls due, day by day of the term (day 0: session 1's start)."""
+        due: dict[int, list[str]] = {}
+        for chapter, day in problem_set_days(self.plan).items():
+            due.setdefault(day, []).append(f"problem set {chapter}")
+        for name, day in milestone_days(self.plan).items():
+            due.setdefault(day, []).append(f"project milestone: {name}")
+        return [
+            [str(day), str(day // 7 + 1), ", ".join(items)]
+            for day, items in sorted(due.items())
+        ]
+
+
+def two_days(plan: dict[str, Any]) -> int:
+    """The late penalty, in percent of the maximum, of work two days late."""
+    late = plan["assessment"]["late"]
+    return min(2 * late["percent_per_day"], late["max_percent"])
+
+
+def project_title(plan: dict[str, Any]) -> str:
+    """The final project's title."""
+    return plan["project"]["title"]
 
 
 def late_rule(plan: dict[str, Any], what: str, points: str) -> str:

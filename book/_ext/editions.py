@@ -20,7 +20,12 @@ makes this extension hand Sphinx each chapter without its solutions
 The notebooks the site offers for download (``_sources/``) are written the same
 way, and the course plan leaves out the discussion questions' good answers. The
 pages have no launch button: it would open the repository's notebook, solutions
-and all, on Colab; a student uploads the downloaded notebook there instead.
+and all, on Colab; a student uploads the downloaded notebook there instead. For the
+same reason the students' site has no repository, issues or edit button and no
+repository URL in its theme, and it has no instructors' page
+(:data:`INSTRUCTOR_PAGES`): the table of contents it reads is ``_toc.yml`` without
+them (:func:`students_toc`), written into the build's doctree folder, and the pages
+themselves are excluded.
 
 The transform needs no Sphinx and no nbgrader (the site's environment has
 neither requirement): tools/student_edition.py builds the student notebooks
@@ -48,6 +53,15 @@ _OPENS, _CLOSES = "BEGIN SOLUTION", "END SOLUTION"
 STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
 # The pages whose students' version differs although they hold no solution.
 PLAN_PAGES = ("book/instructors",)
+# The pages the students' edition leaves out altogether.
+INSTRUCTOR_PAGES = ("book/instructors",)
+# The theme's buttons that link to the repository (sphinx-book-theme's options).
+REPOSITORY_BUTTONS = (
+    "use_repository_button",
+    "use_issues_button",
+    "use_edit_page_button",
+    "use_source_button",
+)
 
 # A gated solution's fence with its options: {solution-start} or {solution-end}
 GATE = re.compile(
@@ -155,10 +169,26 @@ def students_notebook_text(text: str) -> str:
 
 
 def _source_read(app: Any, docname: str, source: list[str]) -> None:
-    """The students' edition reads each notebook without its solutions."""
+    """The students' edition reads each notebook without its solutions, and each
+    page's links to an instructors' page as their plain text."""
     if students() and Path(app.env.doc2path(docname)).suffix == ".ipynb":
         if has_solutions(source[0]):
             source[0] = students_notebook_text(source[0])
+    if students() and Path(app.env.doc2path(docname)).suffix == ".md":
+        source[0] = without_instructor_links(source[0])
+
+
+def _instructor_link(docname: str) -> re.Pattern[str]:
+    """A Markdown link to an instructors' page, from a page in the same folder."""
+    name = re.escape(Path(docname).name)
+    return re.compile(rf"\[(?P<text>[^\]]+)\]\({name}\.md(?:#[\w-]+)?\)")
+
+
+def without_instructor_links(text: str) -> str:
+    """``text`` with every link to an instructors' page replaced by its words."""
+    for page in INSTRUCTOR_PAGES:
+        text = _instructor_link(page).sub(lambda m: m["text"], text)
+    return text
 
 
 def _changed_by_edition(env: Any) -> set[str]:
@@ -168,6 +198,10 @@ def _changed_by_edition(env: Any) -> set[str]:
         path = Path(env.doc2path(name))
         if path.suffix == ".ipynb" and has_solutions(path.read_text()):
             changed.add(name)
+        if path.suffix == ".md":
+            text = path.read_text()
+            if without_instructor_links(text) != text:
+                changed.add(name)
     return changed
 
 
@@ -193,12 +227,54 @@ def _students_sources(app: Any, error: Exception | None) -> None:
         target = Path(app.outdir) / "_sources" / source
         if path.suffix == ".ipynb" and target.exists():
             target.write_text(students_notebook_text(path.read_text()))
+    # a folder that held the instructors' edition keeps their pages' files: remove them
+    for page in INSTRUCTOR_PAGES:
+        for stale in (
+            Path(app.outdir) / f"{page}.html",
+            Path(app.outdir) / "_sources" / f"{page}.md",
+            Path(app.outdir) / "_sources" / f"{page}.md.txt",
+        ):
+            stale.unlink(missing_ok=True)
+
+
+def students_toc(toc: dict[str, Any]) -> dict[str, Any]:
+    """A table of contents (``_toc.yml`` as read) without :data:`INSTRUCTOR_PAGES`;
+    a part left with no chapter goes too."""
+
+    def keep(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [e for e in entries if e.get("file") not in INSTRUCTOR_PAGES]
+
+    found = dict(toc)
+    if "chapters" in found:
+        found["chapters"] = keep(found["chapters"])
+    if "parts" in found:
+        parts = [
+            {**part, "chapters": keep(part["chapters"])} for part in found["parts"]
+        ]
+        found["parts"] = [part for part in parts if part["chapters"]]
+    return found
 
 
 def _no_launch_buttons(app: Any, config: Any) -> None:
-    """The students' pages launch nothing (sphinx-book-theme's launch buttons)."""
-    if students():
-        config.html_theme_options = {**config.html_theme_options, "launch_buttons": {}}
+    """The students' pages launch nothing (sphinx-book-theme's launch buttons) and
+    link nowhere in the repository; the instructors' pages are left out."""
+    if not students():
+        return
+    options = {**config.html_theme_options, "launch_buttons": {}, "repository_url": ""}
+    options.update({button: False for button in REPOSITORY_BUTTONS})
+    config.html_theme_options = options
+    import yaml
+
+    toc = Path(app.srcdir) / str(getattr(config, "external_toc_path", "_toc.yml"))
+    if toc.is_file():
+        target = Path(app.doctreedir) / "students_toc.yml"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        edited = students_toc(yaml.safe_load(toc.read_text()))
+        target.write_text(yaml.safe_dump(edited, sort_keys=False))
+        config.external_toc_path = str(target)
+    config.exclude_patterns = list(config.exclude_patterns) + [
+        f"{page}.md" for page in INSTRUCTOR_PAGES
+    ]
 
 
 def setup(app: Any) -> dict[str, Any]:

@@ -150,6 +150,11 @@ def causal() -> Figure:
     return plot.accuracy_grid(data, train_size=512)
 
 
+def tasks() -> Figure:
+    """Chapter 13: the tasks whose answers move away, per token (protocol)."""
+    return plot.accuracy_grid(results.load("protocol/sweep_tasks.json"), columns=2)
+
+
 FIGURES: dict[str, Callable[[], Figure]] = {
     "distance_matrix": distance_matrix,
     "absolute_scores": absolute_scores,
@@ -167,4 +172,5 @@ FIGURES: dict[str, Callable[[], Figure]] = {
     "ablation": ablation,
     "band": band,
     "causal": causal,
+    "tasks": tasks,
 }

@@ -237,7 +237,7 @@ def test_a_deck_states_exactly_what_the_plan_says_of_its_session(source):
         assert [int(p) for p in points] == [c["points"][0] for c in criteria] + [
             sum(c["points"][0] for c in criteria)
         ]
-        assert f"due {course_plan.weeks(plan['project']['weeks'])} after" in (
+        assert f"due {plan['project']['days']} days after" in (
             projects[0].body
         )
 
