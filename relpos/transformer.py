@@ -434,13 +434,9 @@ class DisentangledEncoder(Transformer):
             intermediate_size, causal=config.causal, backend=config.backend,
             num_kv_heads=config.num_kv_heads, dropout=dropout,
             layer_norm_eps=layer_norm_eps,
-            attention_settings=dict(
-                max_relative_positions=config.max_relative_positions,
-                position_buckets=config.position_buckets,
-                pos_att_type=config.pos_att_type,
-                share_att_key=config.share_att_key,
-                dropout=config.dropout,
-            ),
+            # every layer's attention is built from the one config (its dropout
+            # is the attention's, not the stack's hidden dropout)
+            attention_settings=dict(config=config, dropout=config.dropout),
         )
         self.config = config
         self.span = config.span
