@@ -247,6 +247,15 @@ probe-positions: $(TEST_ENV)
 	$(BIN)/python -m relpos.book.probes.positions --quiet --workers 2 \
 	  --runs-dir $(RESULTS)/probes/positions/runs \
 	  --output $(RESULTS)/probes/positions.json --plot $(RESULTS)/probes/positions.png
+	$(PROBE_AFTER)
+
+# After a probe's sweep: the ledger rebuilt from every result file, then the
+# chapters that print it (the claims table in chapter 1, the probes' sections in
+# chapter 11, the claims chapter 10 states) executed again, so that their stored
+# outputs are the new verdicts (nbval compares them).
+PROBE_AFTER = $(BIN)/python -m relpos.book.results && \
+	$(BIN)/python tools/run_notebooks.py book/01_absolute_to_relative.ipynb \
+	  book/10_testing_debertas_design.ipynb book/11_real_text.ipynb
 
 # The language models on the Python standard library's docstrings
 # (relpos/book/results/text_*.json): every scheme of the main sweep plus FIRE and
@@ -290,6 +299,7 @@ probe-alignment: $(TEST_ENV)
 	  --output $(RESULTS)/probes/alignment_full.json \
 	  --per-item $(RESULTS)/probes/alignment/per_item_full.json \
 	  --plot $(RESULTS)/probes/alignment_full.png
+	$(PROBE_AFTER)
 
 # After the sweeps: the two-objective study (about 2 minutes) and the ledger of
 # claims computed from the results.
@@ -382,6 +392,7 @@ probe-gradients: $(TEST_ENV)
 	$(BIN)/python -m relpos.book.probes.gradients --quiet --workers 2 \
 	  --runs-dir $(PROBES)/gradients/runs --output $(PROBES)/gradients.json \
 	  --plot $(PROBES)/gradients.png
+	$(PROBE_AFTER)
 
 # The length probe (issue 38, chapter 1's claim 2; relpos/book/text/length_probe.py,
 # its prediction and falsifier written there before the runs): the causal byte
@@ -400,3 +411,4 @@ probe-length: $(TEST_ENV)
 	  --seeds 0,1,2,3,4,5,6,7,8,9 --tune-seeds 100,101 --train-length 64 \
 	  --eval-lengths 64,128,256,512 --steps 1000 \
 	  --learning-rates 1e-3,3.16e-3,1e-2 --max-rates 8
+	$(PROBE_AFTER)

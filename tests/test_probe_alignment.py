@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import statistics
 from collections import Counter
 
 import pytest
@@ -250,17 +251,33 @@ def test_a_run_of_the_probe_is_seeded():
 # -- the verdict -----------------------------------------------------------------------
 
 
-def synthetic(accuracies: dict[str, float], spreads: dict[str, float]) -> dict:
-    """A probe JSON's summary: ten seeds per arm around the given means."""
+def synthetic(accuracies: dict[str, float | dict[str, float]],
+              spreads: dict[str, float]) -> dict:
+    """A probe JSON's summary: ten seeds per arm and cell around the given means.
+
+    An accuracy is a float (both relations) or ``{relation: mean}``; a spread
+    is set across the offsets, the same at every distance."""
     jitter = [(-1) ** s * 0.004 * (s % 3) for s in range(10)]
+    offsets = grammar.OFFSETS
+    cells, overall = [], {}
+    for arm, means in accuracies.items():
+        if not isinstance(means, dict):
+            means = {rel: means for rel in grammar.RELATIONS}
+        for rel in grammar.RELATIONS:
+            for d in grammar.DISTANCES:
+                for k, offset in enumerate(offsets):
+                    shift = spreads[arm] * (k / (len(offsets) - 1) - 0.5)
+                    cells.append({"arm": arm, "relation": rel, "distance": d,
+                                  "offset": offset, "values": [
+                                      means[rel] + shift + j for j in jitter]})
+        overall[arm] = statistics.fmean(means.values())
     return {
         "config": {"steps": design.VERDICT_STEPS},
         "grid": {"arm": list(accuracies), "seed": list(range(10))},
         "summary": {
+            "cells": cells,
             "overall": {a: {"mean": m, "values": [m + j for j in jitter]}
-                        for a, m in accuracies.items()},
-            "offset_spread": {a: {"values": [abs(s + j) for j in jitter]}
-                              for a, s in spreads.items()},
+                        for a, m in overall.items()},
         },
     }
 
@@ -304,11 +321,64 @@ def test_the_verdict_fails_when_deberta_ties_moves_or_guesses(change):
     assert record["verdict"] == "fails"
 
 
+def test_a_half_no_arm_learns_is_untested_and_the_other_judged_alone():
+    at_chance = {arm: {"agreement": 0.5, "brackets": 0.9}
+                 for arm in design.RELATIVE_ARMS}
+    lower = {"agreement": 0.5, "brackets": 0.7}
+    result = synthetic({**at_chance, "absolute": lower, "sinusoidal": lower}, FLAT)
+    agreement = alignment_probe.half_verdict(result, "agreement")
+    assert agreement["verdict"] == "untested"
+    assert agreement["reason"] == (
+        f"no arm learned agreement at {design.VERDICT_STEPS} steps")
+    assert alignment_probe.half_verdict(result, "brackets")["verdict"] == "holds"
+    record = alignment_probe.alignment_record(result)
+    assert record["verdict"] == "holds"
+    assert f"no arm learned agreement at {design.VERDICT_STEPS} steps" in (
+        record["mechanism"])
+    assert 0.15 < record["interval"][0] < 0.25  # brackets alone: 0.9 - 0.7
+
+
+def test_deberta_below_the_best_absolute_arm_on_the_learned_half_fails():
+    at_chance = {arm: {"agreement": 0.5, "brackets": 0.8}
+                 for arm in design.RELATIVE_ARMS}
+    result = synthetic({**at_chance, "absolute": {"agreement": 0.5, "brackets": 0.9},
+                        "sinusoidal": {"agreement": 0.5, "brackets": 0.7}}, FLAT)
+    record = alignment_probe.alignment_record(result)
+    assert record["verdict"] == "fails" and record["interval"][1] < 0
+    assert "Agreement: untested" in record["mechanism"]
+
+
+def test_both_halves_at_chance_leave_the_claim_untested():
+    result = synthetic({arm: 0.5 for arm in design.ARM_CONFIGS}, FLAT)
+    record = alignment_probe.alignment_record(result)
+    assert record["verdict"] == "untested" and record["seeds"] == 10
+
+
+def test_halves_that_disagree_qualify_the_claim():
+    assert alignment_probe.combine_halves(["holds", "fails"]) == "qualified"
+    assert alignment_probe.combine_halves(["untested", "fails"]) == "fails"
+    assert alignment_probe.combine_halves(["holds", "holds"]) == "holds"
+    assert alignment_probe.combine_halves(["untested", "untested"]) == "untested"
+
+
+def test_the_committed_result_leaves_agreement_untested_and_judges_brackets():
+    from relpos.book import results
+
+    result = results.load("probes/alignment.json")
+    for arm in result["grid"]["arm"]:  # a mean over cells is a mean over items
+        assert alignment_probe.relation_values(result, arm) == pytest.approx(
+            result["summary"]["overall"][arm]["values"])
+    halves = {r: alignment_probe.half_verdict(result, r) for r in grammar.RELATIONS}
+    assert halves["agreement"]["verdict"] == "untested"
+    assert halves["brackets"]["verdict"] in ledger.VERDICTS[:3]
+    record = alignment_probe.alignment_record(result)
+    assert record["verdict"] == halves["brackets"]["verdict"]
+
+
 def test_fewer_than_ten_seeds_leave_the_claim_untested():
     result = synthetic({**RELATIVE, "absolute": 0.7, "sinusoidal": 0.7}, FLAT)
-    for part in result["summary"].values():
-        for row in part.values():
-            row["values"] = row["values"][:3]
+    for row in result["summary"]["cells"]:
+        row["values"] = row["values"][:3]
     result["grid"]["seed"] = [0, 1, 2]
     record = alignment_probe.alignment_record(result)
     assert record["verdict"] == "untested" and "interval" not in record
@@ -351,3 +421,18 @@ def test_the_live_probe_holds_its_assertion(committed):
     shares = live_check(result)
     assert set(shares) == set(grammar.OFFSETS)
     assert result["record"]["train_seconds"] < 60
+
+
+def test_the_figure_fits_the_page_and_labels_every_axis():
+    from relpos.book import results
+    from relpos.book.plot._style import PAGE_WIDTH
+    from relpos.book.probes.alignment.plot import accuracy_by_distance
+
+    result = results.load("probes/alignment.json")
+    figure = accuracy_by_distance(result)
+    assert figure.get_size_inches()[0] <= PAGE_WIDTH
+    arms, offsets = len(result["grid"]["arm"]), len(result["items"]["provenance"]
+                                                    ["offsets"])
+    for ax in figure.axes:
+        assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+        assert len(ax.lines) == arms * offsets + 1  # and chance

@@ -5,7 +5,10 @@
 the result files of ``folder`` (never typed in): chapters 9 and 10's, the
 rules of ``relpos.book.experiments.verdicts`` on the protocol's sweeps in
 ``folder / "protocol"``; chapter 11's, from the text results
-(``relpos.book.text.verdicts``); and chapter 12's: the same rules on the
+(``relpos.book.text.verdicts``) and from the four probes of chapter 1's
+claims (``verdicts.probes``: one record per probe, with ``seed_claim``, its
+prediction, falsifier and mechanism; ``untested`` with the reason while a
+probe's result file does not exist); and chapter 12's: the same rules on the
 first pass archived in ``folder / "first_pass"`` (``verdicts.first_pass``,
 records ``first-pass-<id>``) and the interventions
 (``verdicts.interventions``); chapter 13's, the tasks whose distance grows
@@ -22,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from ..experiments import verdicts as synthetic
-from ..experiments.verdicts import first_pass, interventions, tasks, wide
+from ..experiments.verdicts import first_pass, interventions, probes, tasks, wide
 from ..text import verdicts as text
 from . import ledger
 
 #: The rule modules, in the ledger's order.
-SOURCES = (synthetic, text, first_pass, interventions, tasks, wide)
+SOURCES = (synthetic, text, probes, first_pass, interventions, tasks, wide)
 #: The folder of the results and of ``claims.json``.
 FOLDER = Path(__file__).parent
 

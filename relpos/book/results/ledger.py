@@ -51,9 +51,9 @@ INTERVAL_SEEDS = 10
 #: sweep among them): DeBERTa's two tables and every scheme the core's registry
 #: marks relative. (FIRE is not: its distance is divided by the query's
 #: position; ``deberta-emd`` adds absolute positions before its last layer.)
-RELATIVE_SCHEMES = ("deberta", "deberta-buckets") + tuple(
+RELATIVE_SCHEMES = tuple(dict.fromkeys(("deberta", "deberta-buckets") + tuple(
     name for name, entry in REGISTRY.items() if entry.relative
-)
+)))  # each once, where the registry lists DeBERTa too
 REQUIRED = ("id", "chapter", "claim", "verdict", "mechanism", "evidence", "seeds")
 OPTIONAL = ("interval", "intervention", "seed_claim", "prediction", "falsifier")
 
@@ -119,13 +119,20 @@ def check_record(record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
+def _awaits(record: dict[str, Any]) -> bool:
+    """Whether ``record`` awaits its evidence: untested, no seeds, no keys."""
+    return (record["verdict"] == "untested" and record["seeds"] == 0
+            and not record["evidence"]["keys"])
+
+
 def check_ledger(ledger: dict[str, Any], folder: Path | None = None) -> list[dict]:
     """The records of ``ledger``, each checked; ids and seed claims unique.
 
     With ``folder`` (the results folder), each evidence file must be in it or
     in a subfolder of it (``"protocol/sweep.json"``, ``"first_pass/sweep.json"``)
-    and each key a top-level
-    key of its JSON.
+    and each key a top-level key of its JSON; only an ``untested`` record on no
+    seeds and no keys (a probe whose sweep has not finished) may name a file
+    that does not exist yet.
     """
     if not isinstance(ledger, dict) or ledger.get("schema") != LEDGER_SCHEMA:
         raise ValueError(f"ledger must be a dict with schema {LEDGER_SCHEMA}")
@@ -141,6 +148,8 @@ def check_ledger(ledger: dict[str, Any], folder: Path | None = None) -> list[dic
             name = record["evidence"]["file"]
             parts = name.split("/")
             file = Path(folder).joinpath(*parts)
+            if _awaits(record) and ".." not in parts and len(parts) <= 2:
+                continue
             if len(parts) > 2 or ".." in parts or not file.is_file():
                 raise ValueError(f"record {record['id']} evidence file {name} "
                                  "must be among the results (a file name, or "

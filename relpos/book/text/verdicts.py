@@ -137,7 +137,13 @@ def masked_length_record(masked: dict[str, Any]) -> dict[str, Any]:
 def seed_claim_records(
     causal: dict[str, Any], gradients: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    """The four seed claims' records of the ledger, from the results."""
+    """Four records of what the text sweeps measure, from the results.
+
+    They judged chapter 1's four claims before the probes were built; each claim
+    now rests on its probe (``verdicts.probes``), so these carry no
+    ``seed_claim`` and their claims say what they measure: the advantage over
+    ``none`` kept beyond L, bits per byte on non-overlapping windows beyond L,
+    bracket matching past L, and the cosine study of two objectives."""
     seeds = len(causal["grid"]["seed"])
     relative = [s for s in RELATIVE if s in causal["grid"]["scheme"]]
     gains = length_gains(causal)
@@ -163,9 +169,9 @@ def seed_claim_records(
         {
             "id": "text-generalisation",
             "chapter": CHAPTER,
-            "claim": "What a relative model learns at one position serves at every "
-            "other: beyond the training length it keeps its advantage over a model "
-            "with no positions.",
+            "claim": "Beyond the training length a relative model keeps its "
+            "advantage over a model with no positions (bits per byte on "
+            "non-overlapping windows up to 16 L).",
             "verdict": ledger.relative_verdict(keeps),
             "mechanism": "A relative score depends on i - j only, so a position "
             f"beyond L = {l_text} meets distances already trained (DeBERTa's clipped "
@@ -174,13 +180,13 @@ def seed_claim_records(
             f"{_names(not_kept)}{_why(not_kept)}.",
             "evidence": {"file": "text_causal.json", "keys": ["runs", "config"]},
             "seeds": seeds,
-            "seed_claim": "generalisation",
         },
         {
             "id": "text-length",
             "chapter": CHAPTER,
-            "claim": "A model trained at L reads texts 16 times longer with no loss "
-            "of bits per byte.",
+            "claim": "A causal model trained at L reads non-overlapping windows up "
+            "to 16 times longer with no loss of bits per byte (it does not break; "
+            "whether it uses the longer context is not measured here).",
             "verdict": ledger.relative_verdict(flat),
             "mechanism": "Flat: "
             f"{_names([s for s in relative if flat[s]])}; rising: "
@@ -189,15 +195,14 @@ def seed_claim_records(
             "beyond L.",
             "evidence": {"file": "text_causal.json", "keys": ["summary", "config"]},
             "seeds": seeds,
-            "seed_claim": "length",
         },
         {
             "id": "text-linguistic",
             "chapter": CHAPTER,
-            "claim": "A relative model finds the opener of a closing bracket or quote "
-            "beyond L: its loss there, with the opener in sight, is below a "
-            "position-free or absolute model's and below its own with the opener "
-            "out of sight.",
+            "claim": "Bracket matching past L: at a closing bracket or quote whose "
+            "opener lies beyond L, a relative model's loss with the opener in "
+            "the window is below a position-free or absolute model's and below "
+            "its own with the opener out of the window.",
             "verdict": "holds" if closers_hold else "fails",
             "mechanism": "DeBERTa's loss at far closers: "
             f"{deberta['far_long']:.2f} nats with the opener in sight (16 L), "
@@ -209,13 +214,14 @@ def seed_claim_records(
             "byte, from the local context.",
             "evidence": {"file": "text_causal.json", "keys": ["runs"]},
             "seeds": seeds,
-            "seed_claim": "linguistic",
         },
         {
             "id": "text-gradient",
             "chapter": CHAPTER,
-            "claim": "Gradients from a positional task cannot interfere with "
-            "learning in the content stream.",
+            "claim": "In DeBERTa, the gradients of a positional head (recall the "
+            "byte a few back) and of the next-byte loss do not meet on the "
+            "shared projections, and training both costs the content loss "
+            "nothing (the cosine study).",
             "verdict": "fails" if interferes else "holds",
             "mechanism": "Literally true: DeBERTa adds no position vector to a "
             "hidden state. Not true: c2p and p2c reuse the content query and key "
@@ -226,7 +232,6 @@ def seed_claim_records(
             f"{study['mean_cost_to_content']:+.2f} nats.",
             "evidence": {"file": "text_gradients.json", "keys": ["summary"]},
             "seeds": len(study["seeds"]),
-            "seed_claim": "gradient",
         },
     ]
 

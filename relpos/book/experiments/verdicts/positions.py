@@ -40,6 +40,13 @@ CHAPTER = 11
 ID = "probe-positions"
 #: Where the record's evidence lives among the results.
 EVIDENCE = ("probes/positions.json", ["transfer", "data_efficiency", "design"])
+#: The claim as the probe tests it (chapter 1's words, then the probe's).
+CLAIM = (
+    "What a relative model learns about a distance at one place applies "
+    "everywhere inside L: a rule supervised in the first half of each window "
+    "serves in the second, and it is learned from fewer sequences than by a "
+    "learned absolute table."
+)
 #: The sizes at which "needs less data" is judged.
 FEW = (8, 16)
 
@@ -246,10 +253,7 @@ def record(result: Mapping[str, Any]) -> dict[str, Any]:
     made = make_record(
         ID,
         CHAPTER,
-        "What a relative model learns about a distance at one place applies "
-        "everywhere inside L: a rule supervised in the first half of each "
-        "window serves in the second, and it is learned from fewer sequences "
-        "than by a learned absolute table.",
+        CLAIM,
         claim_verdict(verdicts, absolute),
         mechanism,
         EVIDENCE,
@@ -268,6 +272,7 @@ def record(result: Mapping[str, Any]) -> dict[str, Any]:
 __all__ = [
     "both",
     "CHAPTER",
+    "CLAIM",
     "EVIDENCE",
     "FEW",
     "ID",

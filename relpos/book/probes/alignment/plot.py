@@ -11,6 +11,8 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from ...plot._style import PAGE_WIDTH
+
 #: Line styles of the offsets, in the items' order.
 STYLES = ("-", "--", ":", "-.")
 
@@ -19,13 +21,14 @@ def accuracy_by_distance(result: dict[str, Any]) -> Figure:
     """Mean accuracy against ``d`` per arm (colour) and offset (style).
 
     ``result`` is the probe's JSON (its ``summary.cells``). Every axis is
-    labelled; ``ax.lines`` hold the points (chance last).
+    labelled; ``ax.lines`` hold the points (chance last). The figure is as
+    wide as the page (``PAGE_WIDTH``), its panels side by side.
     """
     cells = result["summary"]["cells"]
     relations = list(dict.fromkeys(c["relation"] for c in cells))
     offsets = sorted({c["offset"] for c in cells})
     arms = result["grid"]["arm"]
-    figure = Figure(figsize=(5 * len(relations), 4), layout="constrained")
+    figure = Figure(figsize=(PAGE_WIDTH, 4), layout="constrained")
     axes = figure.subplots(1, len(relations), squeeze=False)[0]
     colours = [f"C{i % 10}" for i in range(len(arms))]
     for ax, relation in zip(axes, relations):
@@ -47,7 +50,7 @@ def accuracy_by_distance(result: dict[str, Any]) -> Figure:
         ax.set_xlabel("distance d = i - j (bytes)")
         ax.set_ylabel("accuracy (grammatical preferred)")
         ax.set_title(f"{relation}; offsets " + ", ".join(
-            f"{o} {s}" for o, s in zip(offsets, STYLES)))
+            f"{o} {s}" for o, s in zip(offsets, STYLES)), fontsize=9)
     axes[-1].legend(fontsize=7, loc="lower left")
     return figure
 
