@@ -60,7 +60,7 @@ import torch
 from torch import nn
 
 from .config import POS_ATT_TYPES
-from .attention import DisentangledSelfAttention
+from .schemes.deberta import DisentangledSelfAttention
 from .encoder import EncoderLayer
 from .transformer import DisentangledEncoder
 from .model import DisentangledModel

@@ -200,24 +200,73 @@ class Transformer(nn.Module):
         key_padding_mask: torch.Tensor | None = None,
         attn_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Every block in turn, each reading and writing its own entry of ``cache``.
+        """Every block in turn (:meth:`run_layers`), then the last norm (pre-norm).
+
+        The masks, ``positions``, ``document_ids`` and ``cache`` are read once, as
+        by ``relpos.SelfAttention`` (a cache needs ``causal=True``); each block
+        reads and writes its own entry of ``cache``.
 
         Shapes:
-            hidden_states: ``(b, n, hidden)``; output: ``(b, n, hidden)``
+            hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)`` or a pair
+            mask; positions: ``(n,)`` or ``(b, n)``; document_ids: ``(b, n)``
+            output: ``(b, n, hidden)``
         """
-        given = dict(
-            positions=positions, document_ids=document_ids, cache=cache,
+        hidden_states = self.run_layers(
+            hidden_states, attention_mask, positions=positions,
+            document_ids=document_ids, cache=cache,
+            key_padding_mask=key_padding_mask, attn_mask=attn_mask,
+        )  # (b, n, hidden)
+        if self.final_norm is not None:
+            hidden_states = self.final_norm(hidden_states)
+        return hidden_states
+
+    def run_layers(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        layers: Any = None,
+        *,
+        positions: torch.Tensor | None = None,
+        document_ids: torch.Tensor | None = None,
+        cache: KVCache | None = None,
+        query_states: torch.Tensor | None = None,
+        key_padding_mask: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Check the input once, then run ``layers`` (default: all) in turn.
+
+        The one check of the whole stack: the first layer's attention reads the
+        masks, positions and cache (``prepare``); the blocks get what it read
+        and check nothing again. Each block gets its own dropout of the shared
+        input (DeBERTa's table), drawn just before it runs. ``query_states``
+        goes to the first of ``layers`` only (DeBERTa's enhanced mask decoder
+        runs some of the layers, then its own step). No final norm.
+
+        Shapes:
+            hidden_states, query_states: ``(b, n, hidden)``; attention_mask: as
+            ``forward``; output: ``(b, n, hidden)``
+        """
+        layers = self.layers if layers is None else layers
+        first = self.layers[0].attention
+        prepared = first.prepare(
+            hidden_states, attention_mask, positions=positions,
+            document_ids=document_ids, cache=cache,
             key_padding_mask=key_padding_mask, attn_mask=attn_mask,
         )
+        query_states = first.check_query_states(query_states, hidden_states)
         table = self.shared_input()  # (rows, hidden) or None
-        for layer in self.layers:
+        if table is not None:
+            first.read_inputs({self.shared.keyword: table}, hidden_states)
+        for layer in layers:
             extra = {}
             if table is not None:  # each layer its own dropout of it
                 extra[self.shared.keyword] = self.table_dropout(table)
-            hidden_states = layer(hidden_states, attention_mask, **given, **extra)
-        if self.final_norm is not None:
-            hidden_states = self.final_norm(hidden_states)
-        return hidden_states  # (b, n, hidden)
+            hidden_states = layer._forward(
+                hidden_states, prepared, query_states=query_states, **extra
+            )  # (b, n, hidden)
+            query_states = None
+        first.finish(prepared)
+        return hidden_states
 
     def shared_input(self) -> torch.Tensor | None:
         """The input every layer reads, before dropout: ``table_norm(table.weight)``
@@ -334,7 +383,8 @@ class DisentangledEncoder(Transformer):
         table_dropout: dropout with probability ``dropout`` on the table.
         layers: the ``DisentangledEncoderLayer`` blocks.
 
-    Where the table dropout sits: ``forward`` computes ``rel_embeddings()``
+    Its ``forward`` and ``run_layers`` are the stack's (``relpos.Transformer``).
+    Where the table dropout sits: ``run_layers`` computes ``rel_embeddings()``
     (the LayerNorm-ed table) once, then hands each layer
     ``table_dropout(rel_embeddings())`` -- a fresh dropout mask per layer, in
     training only. ``transformers`` does the same thing from inside each
@@ -384,13 +434,9 @@ class DisentangledEncoder(Transformer):
             intermediate_size, causal=config.causal, backend=config.backend,
             num_kv_heads=config.num_kv_heads, dropout=dropout,
             layer_norm_eps=layer_norm_eps,
-            attention_settings=dict(
-                max_relative_positions=config.max_relative_positions,
-                position_buckets=config.position_buckets,
-                pos_att_type=config.pos_att_type,
-                share_att_key=config.share_att_key,
-                dropout=config.dropout,
-            ),
+            # every layer's attention is built from the one config (its dropout
+            # is the attention's, not the stack's hidden dropout)
+            attention_settings=dict(config=config, dropout=config.dropout),
         )
         self.config = config
         self.span = config.span
@@ -403,83 +449,13 @@ class DisentangledEncoder(Transformer):
         return self.table_norm is not None
 
     def rel_embeddings(self) -> torch.Tensor:
-        """The table every layer reads, before dropout: ``table_norm(table.weight)``.
-
-        (``transformers``' ``DebertaV2Encoder.get_rel_embedding``.)
+        """The table every layer reads, before dropout: ``table_norm(table.weight)``
+        (``shared_input``; ``transformers``' ``DebertaV2Encoder.get_rel_embedding``).
 
         Shapes:
             output: ``(2 * span, hidden)``
         """
-        weight = self.table.weight  # (r, hidden)
-        return weight if self.table_norm is None else self.table_norm(weight)
-
-    def forward(
-        self,
-        hidden_states: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        *,
-        positions: torch.Tensor | None = None,
-        document_ids: torch.Tensor | None = None,
-        cache: KVCache | None = None,
-        key_padding_mask: torch.Tensor | None = None,
-        attn_mask: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        """Run every layer in turn; each gets its own dropout of the shared table.
-
-        The masks, ``positions``, ``document_ids`` and ``cache`` are read once, as
-        by ``relpos.SelfAttention`` (a cache needs ``causal=True``).
-
-        Shapes:
-            hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)`` or a pair
-            mask; positions: ``(n,)`` or ``(b, n)``; document_ids: ``(b, n)``
-            output: ``(b, n, hidden)``
-        """
-        return self.run_layers(
-            hidden_states, attention_mask, self.layers,
-            positions=positions, document_ids=document_ids, cache=cache,
-            key_padding_mask=key_padding_mask, attn_mask=attn_mask,
-        )
-
-    def run_layers(
-        self,
-        hidden_states: torch.Tensor,
-        attention_mask: torch.Tensor | None,
-        layers: Any,
-        *,
-        positions: torch.Tensor | None = None,
-        document_ids: torch.Tensor | None = None,
-        cache: KVCache | None = None,
-        query_states: torch.Tensor | None = None,
-        key_padding_mask: torch.Tensor | None = None,
-        attn_mask: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        """Check the input once, then run ``layers`` (some of ``self.layers``) in turn.
-
-        The one check of the whole stack: the layers get the prepared mask and
-        positions and check nothing again; each gets its own dropout of the table.
-        ``query_states`` goes to the first of ``layers`` only (the enhanced mask
-        decoder's step).
-
-        Shapes:
-            hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
-            output: ``(b, n, hidden)``
-        """
-        first = self.layers[0].attention
-        prepared = first.prepare(
-            hidden_states, attention_mask, positions=positions,
-            document_ids=document_ids, cache=cache,
-            key_padding_mask=key_padding_mask, attn_mask=attn_mask,
-        )
-        table = self.rel_embeddings()  # (r, hidden)
-        first.read_inputs({"rel_embeddings": table}, hidden_states)
-        for layer in layers:
-            hidden_states = layer._forward(
-                hidden_states, prepared, query_states=query_states,
-                rel_embeddings=self.table_dropout(table),
-            )  # (b, n, hidden)
-            query_states = None
-        first.finish(prepared)
-        return hidden_states
+        return self.shared_input()
 
     @classmethod
     def from_transformers(

@@ -233,3 +233,21 @@ def test_a_window_model_has_its_classes():
     model = model_of("deberta", task="window")
     logits = model(torch.randint(16, (2, 8)))
     assert logits.shape == (2, 8, 17)
+
+
+def test_the_book_lists_its_schemes_in_the_order_it_had_before_deberta_registered():
+    from relpos.book.experiments.schemes import SCHEMES, book_order
+    from relpos.schemes import REGISTRY, scheme_names
+
+    # relpos 0.3's order: the schemes with no shared input, DeBERTa's family,
+    # then the other variants; the book's own entries around them
+    before = [
+        "none", "absolute", "sinusoidal", "shaw", "transformer_xl", "t5", "alibi",
+        "rotary", "fire", "kerple", "tupe", "deberta", "deberta-buckets",
+        "deberta-emd", "deberta-sinusoidal", "deberta-c2p", "deberta-p2c",
+        "deberta-no-norm", "deberta-separate-keys", "shaw-keys", "kerple-power",
+        "absolute-randomised", "rotary-randomised",
+    ]
+    assert list(SCHEMES)[: len(before)] == before
+    assert sorted(book_order()) == sorted(scheme_names())
+    assert list(REGISTRY)[0] == "deberta"  # the registry's own order is not the book's

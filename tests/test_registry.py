@@ -209,3 +209,16 @@ def test_build_attention_honours_the_backend_and_names_a_missing_field():
         build_attention("t5", plain)
     with pytest.raises(ValueError, match="backend must be one of"):
         build_attention("alibi", plain, backend="cuda")
+
+
+@pytest.mark.parametrize("name", [[1, 2], None, 3, ("alibi",), b"alibi"])
+def test_a_name_that_is_not_a_str_is_a_type_error_naming_it(name):
+    from types import SimpleNamespace
+
+    from relpos.schemes import build_attention, resolve
+
+    with pytest.raises(TypeError, match=r"^name must be a scheme name \(a str"):
+        resolve(name)
+    config = SimpleNamespace(hidden_size=8, num_heads=2, causal=False)
+    with pytest.raises(TypeError, match=r"^name must be a scheme name \(a str"):
+        build_attention(name, config)

@@ -231,3 +231,40 @@ def test_generate_refuses_bad_options_by_name():
         model.generate(PROMPT.float(), 2)
     with pytest.raises(ValueError, match="max_new_tokens"):
         model.generate(PROMPT, -1)
+
+
+def test_the_stack_has_one_forward_that_prepares_the_input_once(monkeypatch):
+    # DisentangledEncoder and the book's enhanced mask decoder run the stack's own
+    from relpos.book.experiments.emd import EnhancedMaskDecoder
+    from relpos.encoder import DisentangledEncoder
+
+    for subclass in (DisentangledEncoder, EnhancedMaskDecoder):
+        assert "run_layers" not in vars(subclass)
+    assert "forward" not in vars(DisentangledEncoder)
+    calls = []
+    prepare = relpos.SelfAttention.prepare
+
+    def counted(self, *args, **kwargs):
+        calls.append(self)
+        return prepare(self, *args, **kwargs)
+
+    monkeypatch.setattr(relpos.SelfAttention, "prepare", counted)
+    for scheme in ("alibi", "deberta"):
+        torch.manual_seed(0)
+        stack = relpos.Transformer(scheme, 3, HIDDEN, HEADS).double().eval()
+        x = torch.randn(2, 7, HIDDEN, dtype=torch.float64)
+        mask = torch.tensor([[1] * 7, [1] * 5 + [0] * 2])
+        calls.clear()
+        whole = stack(x, mask)
+        assert calls == [stack.layers[0].attention]  # one check for three layers
+        # some layers, then the rest: the same as the whole stack
+        part = stack.run_layers(x, mask, stack.layers[:1])
+        rest = stack.run_layers(part, mask, stack.layers[1:])
+        assert torch.equal(rest, whole)
+        by_layer = x
+        for layer in stack.layers:
+            by_layer = layer(by_layer, mask, **(
+                {} if stack.table is None
+                else {"rel_embeddings": stack.shared_input()}
+            ))
+        assert torch.equal(by_layer, whole)

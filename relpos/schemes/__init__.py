@@ -29,8 +29,9 @@ scheme's causal form (ALiBi's one-sided bias, T5's one-sided buckets; the same
 terms under the mask for Shaw, Transformer-XL and RoPE).
 
 Each scheme registers itself at the end of its own file (``registry``): its
-class, which config fields size it, its variants, its coverage reader and
-whether it is relative and content-free; ``ATTENTIONS`` is the name -> class
+class, which config fields size it, its variants, its coverage reader,
+whether it is relative and content-free, and its arithmetic (the products its
+position terms add, which the benchmark's roofline reads); ``ATTENTIONS`` is the name -> class
 view of that registry, and ``relpos.book.experiments`` reads the rest.
 
 ``score_by_distance`` gives what each scheme adds to a logit as a function of

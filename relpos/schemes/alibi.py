@@ -176,7 +176,12 @@ __all__ = ["AlibiBias", "AlibiSelfAttention", "alibi_bias", "alibi_slopes"]
 
 # -- registration (relpos.schemes.registry) -------------------------------------------
 
-from .registry import PositionEntries, SchemeRegistration, register  # noqa: E402
+from .registry import (  # noqa: E402
+    PositionEntries,
+    SchemeRegistration,
+    element_wise,
+    register,
+)
 
 register(
     SchemeRegistration(
@@ -189,5 +194,6 @@ register(
             )
         },
         content_free=True,
+        arithmetic=element_wise,
     )
 )

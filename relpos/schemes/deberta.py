@@ -411,6 +411,7 @@ from .registry import (  # noqa: E402
     PositionEntries,
     SchemeRegistration,
     SharedInput,
+    WorkSizes,
     register,
 )
 
@@ -435,6 +436,18 @@ def _deberta_entries(attention: DisentangledSelfAttention, rel: torch.Tensor):
 def _shared_table(attention: DisentangledSelfAttention) -> RelativePositionEmbedding:
     """The stack's ``(2 * span, hidden)`` table, drawn as DeBERTa draws it."""
     return RelativePositionEmbedding(attention.span, attention.hidden_size)
+
+
+def _deberta_arithmetic(sizes: WorkSizes, arguments) -> dict[str, int]:
+    """The table's ``2k`` rows projected once a batch for each of the ``t``
+    position terms (``t * 2 (2k) H^2``) and the queries (c2p) or keys (p2c)
+    against them (``t * 2 b n (2k) H``), with or without log buckets."""
+    terms = len(arguments.get("pos_att_type", ("c2p", "p2c")))
+    rows, H = 2 * sizes.span, sizes.hidden
+    return {
+        "table_projections": terms * 2 * rows * H * H,
+        "position_tables": terms * 2 * sizes.batch * sizes.n * rows * H,
+    }
 
 
 register(
@@ -474,5 +487,6 @@ register(
                 "max_relative_positions": 2 * k, "position_buckets": k,
             },
         },
+        arithmetic=_deberta_arithmetic,
     )
 )

@@ -290,6 +290,11 @@ register(
         },
         relative=False,
         content_free=True,
+        arithmetic=lambda sizes, arguments: {
+            # its MLP on every pair's normalised distance: w hidden units, one
+            # output per head
+            "mlp": 2 * sizes.n * sizes.n * (sizes.width + sizes.width * sizes.heads)
+        },
     )
 )
 

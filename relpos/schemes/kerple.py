@@ -230,7 +230,12 @@ class KerpleSelfAttention(BiasSelfAttention):
 
 # -- registration (relpos.schemes.registry) -------------------------------------------
 
-from .registry import PositionEntries, SchemeRegistration, register  # noqa: E402
+from .registry import (  # noqa: E402
+    PositionEntries,
+    SchemeRegistration,
+    element_wise,
+    register,
+)
 
 register(
     SchemeRegistration(
@@ -242,6 +247,7 @@ register(
         },
         variants={"kerple-power": {"kernel": "power"}},
         content_free=True,
+        arithmetic=element_wise,
     )
 )
 

@@ -38,6 +38,17 @@ experiments need, as core-level values that never mention ``relpos.book``:
   ``k`` (``sized[name](k)``), for comparing schemes at one size (the
   benchmark); a name without one is built with its class's defaults, and only
   a variant with one is measured.
+- ``arithmetic(sizes, arguments)``: the matrix-multiply FLOP the position terms
+  add to plain attention (a multiply-add is 2 FLOP), part by part
+  (``{"key_rows": ..., "value_rows": ...}``), in the scheme's least (row,
+  gather) form for positions shared by the batch, at :class:`WorkSizes`
+  (``n``, ``hidden``, ``heads``, ``batch``, the common span ``k`` and an MLP
+  ``width``) for a name built with ``arguments`` (its variant's changes and its
+  ``sized(k)``: :meth:`SchemeRegistration.arguments_at`). A scheme whose
+  position part is element-wise work only (a bias read from a row or a
+  formula, a rotation) adds nothing: :func:`element_wise`. ``None``: not
+  counted; :func:`position_work` refuses the scheme. The benchmark's roofline
+  (its floors) reads it.
 
 ``ATTENTIONS`` (name -> class) is the view the chapters iterate over; its order
 is the order of registration.
@@ -56,6 +67,7 @@ from typing import Any
 
 import torch
 
+from ..checks import check_int
 from .attention import SchemeSelfAttention
 
 
@@ -165,6 +177,51 @@ MODEL_SETTINGS: dict[str, tuple[type, ...]] = {
 
 #: ``settings(config) -> constructor keyword arguments``.
 Settings = Callable[[Any], dict[str, Any]]
+@dataclass(frozen=True)
+class WorkSizes:
+    """The sizes a scheme's ``arithmetic`` counts its work at.
+
+    Attributes:
+        n: the sequence length (queries and keys).
+        hidden: the model width ``H`` (``heads`` divides it).
+        heads: the number of heads.
+        batch: the batch ``b``.
+        span: the common table span ``k`` (DeBERTa's ``2k`` rows, Shaw's
+            ``2k + 1``).
+        width: an MLP's hidden width (FIRE's ``w``).
+    """
+
+    n: int
+    hidden: int
+    heads: int
+    batch: int = 1
+    span: int = 256
+    width: int = 32
+
+    def __post_init__(self) -> None:
+        check_int("n", self.n, minimum=0)
+        for argument in ("hidden", "heads", "batch", "span", "width"):
+            check_int(argument, getattr(self, argument), minimum=1)
+        if self.hidden % self.heads:
+            raise ValueError(
+                "hidden must be divisible by heads, got "
+                f"hidden={self.hidden} and heads={self.heads}"
+            )
+
+
+#: ``arithmetic(sizes, arguments) -> {part: FLOP}``.
+Arithmetic = Callable[[WorkSizes, Mapping[str, Any]], Mapping[str, int]]
+
+
+def element_wise(sizes: WorkSizes, arguments: Mapping[str, Any]) -> dict[str, int]:
+    """The ``arithmetic`` of a scheme whose position part adds no product: ``{}``.
+
+    A bias read from a row or a formula, or a rotation of the queries and keys,
+    is element-wise work (``O(b h n^2)`` or less), not a matrix product.
+    """
+    return {}
+
+
 #: ``entries(attention, rel) -> {kind: PositionEntries}``.
 EntriesReader = Callable[
     [SchemeSelfAttention, torch.Tensor], dict[str, PositionEntries]
@@ -207,6 +264,9 @@ class SchemeRegistration:
         model: a name (scheme or variant) -> the model's settings around the
             attention (keys of ``MODEL_SETTINGS``).
         sized: a name -> ``sized(k)``, the constructor arguments at span ``k``.
+        arithmetic: ``arithmetic(sizes, arguments)`` -> the matrix-multiply
+            FLOP the position terms add, part by part (module docstring);
+            ``None``: not counted.
     """
 
     name: str
@@ -222,6 +282,7 @@ class SchemeRegistration:
     sized: Mapping[str, Callable[[int], Mapping[str, Any]]] = field(
         default_factory=dict
     )
+    arithmetic: Arithmetic | None = None
 
     def __post_init__(self) -> None:
         plain_name("name", self.name)
@@ -234,7 +295,7 @@ class SchemeRegistration:
                 "attention must be a subclass of relpos.schemes.SchemeSelfAttention, "
                 f"got {attention!r}"
             )
-        for argument in ("settings", "entries"):
+        for argument in ("settings", "entries", "arithmetic"):
             value = getattr(self, argument)
             if value is not None and not callable(value):
                 raise TypeError(
@@ -328,6 +389,20 @@ class SchemeRegistration:
             found.update(self.model.get(variant, {}))
         return found
 
+    def arguments_at(self, name: str, span: int) -> dict[str, Any]:
+        """The constructor arguments of ``name`` (this scheme or a variant) at the
+        common span ``span``: the variant's changes, then ``sized[name](span)``."""
+        if name != self.name and name not in self.variants:
+            raise ValueError(
+                f"name must be {self.name!r} or one of its variants "
+                f"{tuple(self.variants)}, got {name!r}"
+            )
+        found = dict(self.variants.get(name, {}))
+        sized = self.sized.get(name)
+        if sized is not None:
+            found.update(sized(span))
+        return found
+
     def arguments(self, config: Any, variant: str | None = None) -> dict[str, Any]:
         """The constructor arguments of this scheme (or its ``variant``) for ``config``.
 
@@ -389,6 +464,11 @@ def scheme_names() -> list[str]:
 
 def resolve(name: str) -> tuple[SchemeRegistration, str | None]:
     """The registration of scheme ``name`` and the variant it names (or ``None``)."""
+    if not isinstance(name, str):
+        raise TypeError(
+            f"name must be a scheme name (a str, one of {tuple(scheme_names())}), "
+            f"got {type(name).__name__} {name!r}"
+        )
     for registration in REGISTRY.values():
         if name == registration.name:
             return registration, None
@@ -413,7 +493,7 @@ def build_attention(
     (``"gather"``). ``device="meta"`` builds it without memory and without
     drawing random numbers (for reading its sizes).
     """
-    registration, variant = resolve(name)
+    registration, variant = resolve(name)  # a non-str name: TypeError naming it
     try:
         arguments = registration.arguments(config, variant)
         sizes = (config.hidden_size, config.num_heads)
@@ -431,8 +511,40 @@ def build_attention(
         return registration.attention(*sizes, **arguments)
 
 
+def position_work(name: str, sizes: WorkSizes) -> dict[str, int]:
+    """The matrix-multiply FLOP scheme ``name``'s position terms add, part by part.
+
+    Its registration's ``arithmetic`` at ``sizes``, for ``name`` built with its
+    arguments at ``sizes.span`` (:meth:`SchemeRegistration.arguments_at`). A
+    scheme that declares no arithmetic is a ``ValueError``.
+
+    Shapes:
+        output: ``{part: FLOP}``, empty where the scheme adds no product
+    """
+    registration, _ = resolve(name)
+    if not isinstance(sizes, WorkSizes):
+        raise TypeError(f"sizes must be a WorkSizes, got {type(sizes).__name__}")
+    if registration.arithmetic is None:
+        raise ValueError(
+            f"name must be a scheme that declares its arithmetic, got {name!r} "
+            f"(scheme {registration.name!r} has arithmetic=None)"
+        )
+    arguments = registration.arguments_at(name, sizes.span)
+    work = dict(registration.arithmetic(sizes, arguments))
+    for part, flops in work.items():
+        if not isinstance(part, str) or isinstance(flops, bool) or not isinstance(
+            flops, int
+        ) or flops < 0:
+            raise ValueError(
+                f"scheme {registration.name!r}'s arithmetic must give "
+                f"{{part: FLOP}} with ints >= 0, got {part!r}: {flops!r}"
+            )
+    return work
+
+
 __all__ = [
     "ATTENTIONS",
+    "Arithmetic",
     "EntriesReader",
     "PositionEntries",
     "MODEL_SETTINGS",
@@ -440,8 +552,11 @@ __all__ = [
     "SchemeRegistration",
     "Settings",
     "SharedInput",
+    "WorkSizes",
     "build_attention",
+    "element_wise",
     "plain_name",
+    "position_work",
     "register",
     "resolve",
     "scheme_names",

@@ -187,7 +187,12 @@ __all__ = [
 
 # -- registration (relpos.schemes.registry) -------------------------------------------
 
-from .registry import PositionEntries, SchemeRegistration, register  # noqa: E402
+from .registry import (  # noqa: E402
+    PositionEntries,
+    SchemeRegistration,
+    element_wise,
+    register,
+)
 
 register(
     SchemeRegistration(
@@ -197,5 +202,6 @@ register(
         entries=lambda attention, rel: {
             "distance": PositionEntries(rel.long(), False, None, none=None)
         },
+        arithmetic=element_wise,
     )
 )

@@ -179,7 +179,12 @@ __all__ = ["ShawSelfAttention", "relative_value_sum", "shaw_index"]
 
 # -- registration (relpos.schemes.registry) -------------------------------------------
 
-from .registry import PositionEntries, SchemeRegistration, register  # noqa: E402
+from .registry import (  # noqa: E402
+    PositionEntries,
+    SchemeRegistration,
+    WorkSizes,
+    register,
+)
 
 
 def _shaw_entries(attention: ShawSelfAttention, rel: torch.Tensor):
@@ -192,6 +197,18 @@ def _shaw_entries(attention: ShawSelfAttention, rel: torch.Tensor):
     return found
 
 
+def _shaw_arithmetic(sizes: WorkSizes, arguments) -> dict[str, int]:
+    """The queries against the ``2k + 1`` key rows (``2 b n (2k + 1) H``) and,
+    with relative values, the probabilities summed by row times the value rows,
+    as much again."""
+    rows = 2 * sizes.span + 1
+    flops = 2 * sizes.batch * sizes.n * rows * sizes.hidden
+    work = {"key_rows": flops}
+    if arguments.get("relative_values", True):
+        work["value_rows"] = flops
+    return work
+
+
 register(
     SchemeRegistration(
         "shaw",
@@ -201,5 +218,8 @@ register(
         },
         entries=_shaw_entries,
         variants={"shaw-keys": {"relative_values": False}},
+        # the benchmark's table clipped at its common span k (2k + 1 rows)
+        sized={"shaw": lambda k: {"max_relative_positions": k}},
+        arithmetic=_shaw_arithmetic,
     )
 )

@@ -255,7 +255,12 @@ __all__ = ["T5Bias", "T5SelfAttention", "t5_bucket", "t5_exact_limit"]
 
 # -- registration (relpos.schemes.registry) -------------------------------------------
 
-from .registry import PositionEntries, SchemeRegistration, register  # noqa: E402
+from .registry import (  # noqa: E402
+    PositionEntries,
+    SchemeRegistration,
+    element_wise,
+    register,
+)
 
 
 def _t5_entries(attention: T5SelfAttention, rel: torch.Tensor):
@@ -281,5 +286,6 @@ register(
         },
         entries=_t5_entries,
         content_free=True,
+        arithmetic=element_wise,
     )
 )

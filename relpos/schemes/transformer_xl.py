@@ -246,7 +246,25 @@ __all__ = [
 
 # -- registration (relpos.schemes.registry) -------------------------------------------
 
-from .registry import PositionEntries, SchemeRegistration, register  # noqa: E402
+from .registry import (  # noqa: E402
+    PositionEntries,
+    SchemeRegistration,
+    WorkSizes,
+    register,
+)
+
+
+def _transformer_xl_arithmetic(sizes: WorkSizes, arguments) -> dict[str, int]:
+    """A sinusoid for each of the ``2n - 1`` distances, projected
+    (``2 (2n - 1) H^2``), and the queries against it (``2 b n (2n - 1) H``): a
+    second ``n x n``-sized product, like ``Q K^T``. Its global bias
+    ``(v - u) . R`` (``(2n - 1) H`` multiply-adds) is element-wise work."""
+    rows, H = max(2 * sizes.n - 1, 0), sizes.hidden
+    return {
+        "table_projections": 2 * rows * H * H,
+        "key_rows": 2 * sizes.batch * sizes.n * rows * H,
+    }
+
 
 register(
     SchemeRegistration(
@@ -256,5 +274,6 @@ register(
         entries=lambda attention, rel: {
             "distance": PositionEntries(rel.long(), False, None, none=None)
         },
+        arithmetic=_transformer_xl_arithmetic,
     )
 )

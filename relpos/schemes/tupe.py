@@ -217,7 +217,12 @@ __all__ = ["TABLE_STD", "TupeBias", "TupeSelfAttention", "read_grid"]
 
 # -- registration (relpos.schemes.registry) -------------------------------------------
 
-from .registry import PositionEntries, SchemeRegistration, register  # noqa: E402
+from .registry import (  # noqa: E402
+    PositionEntries,
+    SchemeRegistration,
+    WorkSizes,
+    register,
+)
 
 
 def _tupe_entries(attention: TupeSelfAttention, rel: torch.Tensor) -> dict:
@@ -237,6 +242,14 @@ def _tupe_entries(attention: TupeSelfAttention, rel: torch.Tensor) -> dict:
     }
 
 
+def _tupe_arithmetic(sizes: WorkSizes, arguments) -> dict[str, int]:
+    """The ``n`` rows of the positions present through ``U_q`` and ``U_k``
+    (``2 * 2 n H^2``) and their grid, position queries against position keys
+    (``2 n^2 H``, shared by the batch): a second ``n x n``-sized product."""
+    n, H = sizes.n, sizes.hidden
+    return {"table_projections": 2 * 2 * n * H * H, "grid": 2 * n * n * H}
+
+
 register(
     SchemeRegistration(
         "tupe",
@@ -246,5 +259,6 @@ register(
         entries=_tupe_entries,
         relative=False,
         content_free=True,
+        arithmetic=_tupe_arithmetic,
     )
 )

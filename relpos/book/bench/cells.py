@@ -69,12 +69,7 @@ class Shapes:
 def scheme_arguments(scheme: str, shapes: Shapes) -> dict[str, Any]:
     """The constructor arguments of ``scheme`` beyond hidden, heads and backend:
     its variant's changes, then its registration's ``sized`` at ``shapes.span``."""
-    registration, variant = resolve(scheme)
-    found = {} if variant is None else dict(registration.variants[variant])
-    sized = registration.sized.get(scheme)
-    if sized is not None:
-        found.update(sized(shapes.span))
-    return found
+    return resolve(scheme)[0].arguments_at(scheme, shapes.span)
 
 
 def plain_projections(shapes: Shapes, seed: int) -> relpos.SelfAttention:
@@ -151,7 +146,6 @@ def make_hidden_states(n: int, shapes: Shapes, seed: int, batch: int) -> torch.T
 
 
 __all__ = [
-    "DEBERTA_SCHEMES",
     "NOT_YET_MEASURED",
     "PLAIN",
     "SDPA",

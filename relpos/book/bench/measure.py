@@ -103,11 +103,22 @@ def skip_reason(backend: str, n: int, config: BenchConfig) -> str | None:
     return None
 
 
+#: How torch and the C library word a failed allocation (lowercase): the CUDA
+#: allocator, the CPU allocator, a tensor's sizes and strides, errno 12.
+_OOM_WORDS = (
+    "out of memory",
+    "can't allocate memory",
+    "could not allocate memory",
+    "cannot allocate memory",
+    "not enough memory",
+)
+
+
 def _is_oom(exc: BaseException) -> bool:
     if isinstance(exc, (MemoryError, torch.OutOfMemoryError)):
         return True
     text = str(exc).lower()
-    return "out of memory" in text or "can't allocate memory" in text
+    return any(words in text for words in _OOM_WORDS)
 
 
 def failure(exc: BaseException) -> tuple[str, str]:

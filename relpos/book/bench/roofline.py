@@ -41,7 +41,7 @@ from typing import Any
 import torch
 
 from relpos.checks import check_int
-from relpos.schemes.registry import resolve
+from relpos.schemes.registry import WorkSizes, position_work, resolve, scheme_names
 
 MATMUL_SIZE = 2048
 
@@ -89,15 +89,18 @@ def forward_flops(
 
 # -- what positions add: the floor of each scheme against plain attention ------------
 
-def _floor_schemes() -> tuple[str, ...]:
-    from .cells import cost_schemes
-
-    return ("plain", *cost_schemes())
+def floor_schemes() -> tuple[str, ...]:
+    """``"plain"`` and every registered name whose scheme declares its arithmetic."""
+    return (
+        "plain",
+        *(name for name in scheme_names() if resolve(name)[0].arithmetic is not None),
+    )
 
 
 #: The schemes whose added work :func:`position_flops` counts: plain attention
-#: and the benchmark's schemes (``cells.cost_schemes``, from the registry).
-FLOOR_SCHEMES = _floor_schemes()
+#: and every registered scheme and variant whose registration declares its
+#: ``arithmetic`` (``relpos.schemes.registry``), in the registry's order.
+FLOOR_SCHEMES = floor_schemes()
 
 
 def plain_flops(n: int, hidden: int, heads: int, batch: int = 1) -> int:
@@ -124,43 +127,23 @@ def position_flops(
 
     Each scheme's least work, in its row (gather) form, for positions shared by
     the batch (a multiply-add is 2 FLOP; ``H`` = ``hidden``, ``k`` = ``span``):
-
-    - ``deberta`` and its variants (``2k`` rows, clipped or log-bucketed): the
-      table projections ``2 * 2 (2k) H^2`` and the position tables c2p and p2c,
-      ``2 * 2 b n (2k) H`` (the ``position_tables`` of :func:`flop_breakdown`).
-    - ``shaw`` (``2k + 1`` rows per side): the queries against the key rows,
-      ``2 b n (2k + 1) H``, and the probabilities summed by row times the value
-      rows, as much again.
-    - ``transformer_xl``: a sinusoid for each of the ``2n - 1`` distances,
-      projected (``2 (2n - 1) H^2``), and the queries against it
-      (``2 b n (2n - 1) H``): a second ``n x n``-sized product, like ``Q K^T``
-      (its global bias ``(v - u) . R``, ``(2n - 1) H`` multiply-adds, is
-      element-wise work like a bias).
-    - ``fire``: its MLP on every pair's normalised distance, ``w`` hidden units
-      and one output per head: ``2 n^2 (w + w h)``.
-    - ``t5``, ``alibi``, ``kerple``, ``rotary``, ``plain``: nothing. A bias read
-      from a row or a formula, or a rotation of the queries and keys, is
-      element-wise work, not a product.
+    its registration's ``arithmetic`` (``relpos.schemes.registry.position_work``),
+    which says what it counts. DeBERTa's table projections ``t * 2 (2k) H^2``
+    and position tables ``t * 2 b n (2k) H`` are the ``table_projections`` and
+    ``position_tables`` of :func:`flop_breakdown` with ``t`` terms; the bias
+    schemes (T5, ALiBi, KERPLE) and rotary add nothing (element-wise work);
+    ``plain`` adds nothing.
 
     Shapes:
         output: ``{part: FLOP}``, empty where the scheme adds no product
     """
-    if scheme not in FLOOR_SCHEMES:
-        raise ValueError(f"scheme must be one of {FLOOR_SCHEMES}, got {scheme!r}")
-    parts = flop_breakdown(n, hidden, heads, span, batch, terms=2)
-    width = check_int("width", width, minimum=1)
-    b, H = batch, hidden
-    if scheme != "plain" and resolve(scheme)[0].name == "deberta":
-        return {key: parts[key] for key in ("table_projections", "position_tables")}
-    if scheme == "shaw":
-        rows = 2 * span + 1
-        return {"key_rows": 2 * b * n * rows * H, "value_rows": 2 * b * n * rows * H}
-    if scheme == "transformer_xl":
-        rows = max(2 * n - 1, 0)
-        return {"table_projections": 2 * rows * H * H, "key_rows": 2 * b * n * rows * H}
-    if scheme == "fire":
-        return {"mlp": 2 * n * n * (width + width * heads)}
-    return {}
+    known = floor_schemes()  # the registry now (a scheme may register later)
+    if not isinstance(scheme, str) or scheme not in known:
+        raise ValueError(f"scheme must be one of {known}, got {scheme!r}")
+    sizes = WorkSizes(n, hidden, heads, batch, span, width)
+    if scheme == "plain":
+        return {}
+    return position_work(scheme, sizes)
 
 
 def cost_floor(
@@ -311,6 +294,7 @@ __all__ = [
     "MATMUL_SIZE",
     "config_flops",
     "cost_floor",
+    "floor_schemes",
     "flop_breakdown",
     "forward_flops",
     "matmul_runs",

@@ -154,7 +154,7 @@ from relpos.checks import check_index, check_int, check_int_tensor
 from relpos.config import AttentionConfig
 from relpos.core import SelfAttention
 from relpos.embedding import sinusoidal_table
-from relpos.schemes import ATTENTIONS
+from relpos.schemes import REGISTRY
 from relpos.schemes.registry import build_attention, resolve, scheme_names
 from .config import RANDOMISED, Config
 
@@ -521,18 +521,30 @@ class Registered(MutableMapping[str, Value]):
         return repr(dict(self))
 
 
+def book_order() -> list[str]:
+    """The registry's names in the book's order (its tables and lists).
+
+    Each registered scheme whose stack shares no input, in the order of
+    registration; then each scheme whose stack shares one (DeBERTa), each
+    followed by its variants; then the other schemes' variants (``shaw-keys``,
+    ``kerple-power``). It keeps the DeBERTa family together wherever the
+    registry lists DeBERTa.
+    """
+    alone = [found for found in REGISTRY.values() if found.shared is None]
+    shared = [found for found in REGISTRY.values() if found.shared is not None]
+    return [
+        *(found.name for found in alone),
+        *(name for found in shared for name in (found.name, *found.variants)),
+        *(name for found in alone for name in found.variants),
+    ]
+
+
 SCHEMES: MutableMapping[str, SchemeBuilder] = Registered(
     {
         "none": _none,
         "absolute": _absolute,
         "sinusoidal": _sinusoidal,
-        **{name: attention_scheme(name) for name in ATTENTIONS},
-        # the variants of the registered schemes (shaw-keys, ...), after the rest
-        **{
-            name: attention_scheme(name)
-            for name in scheme_names()
-            if name not in ATTENTIONS
-        },
+        **{name: attention_scheme(name) for name in book_order()},
     },
     attention_scheme,
 )
@@ -654,6 +666,7 @@ __all__ = [
     "SinusoidalPositions",
     "attention_encoder",
     "attention_scheme",
+    "book_order",
     "build_scheme",
     "check_positions",
     "check_randomisable",
