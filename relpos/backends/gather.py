@@ -18,15 +18,8 @@ import torch
 import torch.nn.functional as F
 
 from ..masks import Mask
-from .terms import (
-    c2p_by_gather,
-    gather_scores,
-    p2c_by_gather,
-    pair_bias,
-    pair_rows,
-    projected_rows,
-    value_term,
-)
+from ..scores import c2p_by_gather, p2c_by_gather, value_term
+from .terms import explicit_scores, pair_bias, pair_rows, projected_rows
 from .registry import PositionTerms
 
 
@@ -90,7 +83,7 @@ def attend(
         output: ``(b, h, i, d)``
     """
     if terms is not None and terms.value_rows is not None:
-        probs = gather_scores(query, key, terms, mask, scale).probs
+        probs = explicit_scores(query, key, terms, mask, scale).probs
         probs = F.dropout(probs, dropout_p, training=dropout_p > 0)  # (b, h, i, j)
         rows = pair_rows(terms)  # (B, i, j)
         return probs @ value + value_term(probs, terms.value_rows, rows)
@@ -103,7 +96,7 @@ def attend(
 
 
 #: Every term explicitly, the position terms by gather.
-scores = gather_scores
+scores = explicit_scores
 
 
 __all__ = ["attend", "position_bias", "scores"]
