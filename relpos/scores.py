@@ -159,7 +159,13 @@ def p2c_by_gather(
     return all_rows.gather(-2, index)  # (b, h, i, j)
 
 
-def combine(c2c, c2p, p2c, bias, mask: masks.Mask | None) -> AttentionScores:
+def combine(
+    c2c: torch.Tensor,
+    c2p: torch.Tensor | None,
+    p2c: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    mask: masks.Mask | None,
+) -> AttentionScores:
     """The scores' fields and the masked softmax of their sum (``None``: no term).
 
     Shapes:
@@ -312,10 +318,9 @@ def masked_softmax(
     """Softmax over the keys, padded keys removed (given the dtype's minimum).
 
     A query whose keys are all padding gets uniform weights, not NaN. With
-    ``causal=True`` the keys after each query (``relpos.masks.future_keys``) get no
-    weight either
-    (they get ``-inf``; a fully padded query spreads its weight over keys
-    ``0 .. i``).
+    ``causal=True`` the keys after each query (``relpos.masks.future_keys``) get
+    no weight either (they get ``-inf``; a fully padded query spreads its weight
+    over the keys up to itself).
 
     Shapes:
         logits: ``(b, h, i, j)``; key_mask: ``(b, j)`` bool (True = token) or None

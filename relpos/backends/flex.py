@@ -65,9 +65,9 @@ from typing import Callable
 import torch
 
 from ..masks import Mask
+from ..scores import value_term
 from .flex_shapes import BUCKET, fixed_shapes, pad_to, round_up
 from .gather import attend as gather_attend
-from ..scores import value_term
 from .terms import explicit_scores, projected_rows
 from .registry import PositionTerms
 

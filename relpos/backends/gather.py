@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from .. import masks
 from ..masks import Mask
 from ..scores import c2p_by_gather, p2c_by_gather, value_term
 from .terms import explicit_scores, pair_bias, pair_rows, projected_rows
@@ -51,18 +52,13 @@ def position_bias(
         if content_free is not None:
             content_free = content_free.to(query.dtype)  # (B, h, i, j)
             bias = content_free if bias is None else bias + content_free
-    if mask is None:
+    if mask is None or mask.empty:
         return bias
-    allowed = mask.allowed(i, j)  # (b, 1, i, j)
-    if allowed is not None:
-        if bias is None:
-            bias = query.new_zeros(1, 1, i, j)
-        bias = bias.masked_fill(~allowed, torch.finfo(query.dtype).min)
-    future = mask.future(i, j, query.device)  # (i, j)
-    if future is not None and (bias is not None or i != j):
-        bias = query.new_zeros(1, 1, i, j) if bias is None else bias
-        bias = bias.masked_fill(future, float("-inf"))
-    return bias
+    causal_only = mask._replace(causal=False).empty
+    if bias is None and causal_only and i == j:
+        return None  # the causal rule alone, square: sdpa's own is_causal
+    bias = query.new_zeros(1, 1, i, j) if bias is None else bias
+    return masks.apply(bias, mask)  # (b or 1, h or 1, i, j)
 
 
 def attend(

@@ -4,7 +4,8 @@ What every kernel adds is defined by ``PositionTerms`` (``registry.py``); this
 module finds what the pairs read of it (each pair's distance and row, the
 per-head rows, the content-free bias) and hands them to ``relpos.scores``, where
 the arithmetic is (``explicit_scores``: every term as a ``(b, h, i, j)`` tensor,
-for ``gather``, ``naive``'s softmax and ``return_scores=True``).
+for ``gather``, ``flex``'s empty inputs and ``return_scores=True``; ``naive``
+builds its terms pair by pair and shares the rest).
 
 Shapes:
     query: ``(b, h, i, d)``; key: ``(b, h, j, d)``; rows: ``(b or 1, i, j)``
