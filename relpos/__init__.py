@@ -37,10 +37,10 @@ from .embedding import (
     sinusoidal_table,
     table_memory_bytes,
 )
-from .encoder import DisentangledEncoder, DisentangledEncoderLayer, EncoderLayer
+from .encoder import DisentangledEncoderLayer, EncoderLayer
 from .generate import generate
 from .model import DisentangledModel, Embeddings
-from .transformer import Transformer, TransformerLM
+from .transformer import DisentangledEncoder, Transformer, TransformerLM
 from .positions import (
     attention_span,
     delta,

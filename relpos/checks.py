@@ -46,6 +46,40 @@ def check_int_tensor(name: str, value: torch.Tensor) -> torch.Tensor:
     return value
 
 
+def check_device(name: str, value: object) -> torch.device | None:
+    """``value`` as a ``torch.device`` (a device, or a string such as ``"cpu"``,
+    ``"cuda:0"``), or ``None`` where it is ``None``."""
+    if value is None or isinstance(value, torch.device):
+        return value
+    if not isinstance(value, str):
+        got = f"{type(value).__name__} {value!r}"
+        raise TypeError(f"{name} must be a torch.device, a string or None, got {got}")
+    try:
+        return torch.device(value)
+    except RuntimeError:
+        raise ValueError(
+            f"{name} must name a device torch knows ('cpu', 'cuda', 'cuda:0', "
+            f"'mps', ...), got {value!r}"
+        ) from None
+
+
+def check_dtype(
+    name: str, value: object, *, floating: bool = False
+) -> torch.dtype | None:
+    """``value`` if it is a ``torch.dtype`` (a floating one where ``floating``), or
+    ``None``."""
+    if value is None:
+        return None
+    if not isinstance(value, torch.dtype):
+        got = f"{type(value).__name__} {value!r}"
+        raise TypeError(f"{name} must be a torch.dtype or None, got {got}")
+    if floating and not value.is_floating_point:
+        raise TypeError(
+            f"{name} must be a floating dtype (torch.float32, ...), got {value}"
+        )
+    return value
+
+
 def check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
     """Check that ``value`` is one of the strings in ``choices``."""
     if not isinstance(value, str) or value not in choices:

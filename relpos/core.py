@@ -41,9 +41,11 @@ Query states. ``query_states=x_q`` projects the queries from ``x_q`` and the
 keys and values from ``hidden_states`` (DeBERTa's enhanced mask decoder).
 
 Checks and the hot path. ``forward`` checks its input (types, shapes, dtypes,
-devices) and reads the mask once (:meth:`SelfAttention.prepare`); ``_attend``
+devices) and reads the mask once (:meth:`SelfAttention.prepare`); ``attend``
 does the work without checking again, so an encoder that has checked its input
-calls ``_attend`` directly.
+calls ``attend`` directly. A scheme that reads inputs of its own (DeBERTa's
+``rel_embeddings``) names them in ``input_keywords`` and checks them in
+``read_inputs``, which a stack calls too.
 
 Shape legend:
     b  batch          n  sequence length      h  heads      d  head width
@@ -181,6 +183,9 @@ class SelfAttention(nn.Module):
 
     #: The shortest sequence ``forward`` accepts.
     min_length = 1
+    #: The ``forward`` keywords of the scheme's own inputs (DeBERTa:
+    #: ``("rel_embeddings",)``), which ``read_inputs`` checks.
+    input_keywords: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -358,7 +363,26 @@ class SelfAttention(nn.Module):
 
     # -- the shared path --------------------------------------------------------------
 
-    def _attend(
+    def read_inputs(
+        self, inputs: dict[str, Any], hidden_states: torch.Tensor
+    ) -> dict[str, Any]:
+        """The scheme's own inputs (``input_keywords``), checked and completed.
+
+        The bare attention reads none: any keyword is a ``TypeError`` naming it.
+
+        Shapes:
+            hidden_states: ``(b, n, hidden)``; output: the inputs ``attend`` reads
+        """
+        unknown = sorted(set(inputs) - set(self.input_keywords))
+        if unknown:
+            accepted = ", ".join(self.input_keywords) or "none"
+            raise TypeError(
+                f"{type(self).__name__} got unexpected keyword arguments {unknown}; "
+                f"its own keywords: {accepted}"
+            )
+        return dict(inputs)
+
+    def attend(
         self,
         hidden_states: torch.Tensor,
         prepared: Prepared,
@@ -367,7 +391,8 @@ class SelfAttention(nn.Module):
         query_states: torch.Tensor | None = None,
         **inputs: Any,
     ) -> torch.Tensor | tuple[torch.Tensor, AttentionScores]:
-        """``forward`` after the checks (:meth:`prepare`).
+        """``forward`` after the checks (:meth:`prepare`, :meth:`read_inputs`):
+        nothing is checked again.
 
         Shapes:
             hidden_states, query_states: ``(b, n, hidden)``; output: ``(b, n, hidden)``
@@ -446,7 +471,7 @@ class SelfAttention(nn.Module):
             key_padding_mask=key_padding_mask, attn_mask=attn_mask,
         )
         query_states = self.check_query_states(query_states, hidden_states)
-        out = self._attend(
+        out = self.attend(
             hidden_states, prepared, return_scores, query_states=query_states
         )
         self.finish(prepared)
@@ -609,6 +634,10 @@ class SelfAttention(nn.Module):
             f"hidden_size={self.hidden_size}, num_heads={self.num_heads}, "
             f"backend={self.backend!r}{causal}"
         )
+
+
+#: The name of ``attend`` before 0.4 (kept for callers outside the core).
+SelfAttention._attend = SelfAttention.attend  # type: ignore[attr-defined]
 
 
 def _both(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .checks import check_choice, check_int
+from .checks import check_choice, check_int, check_int_tensor
 from .positions import delta, relative_position_index
 
 INITS = ("normal", "sinusoidal")
@@ -139,7 +139,17 @@ def row_cosine_similarity(
             "weight must have shape (2 * max_relative_positions, hidden) = "
             f"({2 * k}, hidden), got {got}"
         )
-    rows = delta(torch.tensor(list(distances), dtype=torch.long), k)  # (m,)
+    if isinstance(distances, torch.Tensor):
+        distances = check_int_tensor("distances", distances)
+        if distances.dim() != 1:
+            got = tuple(distances.shape)
+            raise ValueError(f"distances must be one-dimensional, got shape {got}")
+        distances = distances.tolist()
+    if isinstance(distances, (str, bytes)) or not hasattr(distances, "__iter__"):
+        got = type(distances).__name__
+        raise TypeError(f"distances must be a range or a list of ints, got {got}")
+    distances = [check_int("distances' entries", d) for d in distances]
+    rows = delta(torch.tensor(distances, dtype=torch.long), k)  # (m,)
     picked = torch.nn.functional.normalize(
         weight.detach()[rows].double(), dim=-1
     )  # (m, hidden)
@@ -148,14 +158,18 @@ def row_cosine_similarity(
 
 def per_pair_memory_bytes(seq_len: int, hidden_size: int, element_size: int = 4) -> int:
     """Bytes of the ``(n, n, hidden)`` per-pair tensor."""
-    return seq_len * seq_len * hidden_size * element_size
+    n = check_int("seq_len", seq_len, minimum=0)
+    hidden = check_int("hidden_size", hidden_size, minimum=1)
+    return n * n * hidden * check_int("element_size", element_size, minimum=1)
 
 
 def table_memory_bytes(
     max_relative_positions: int, hidden_size: int, element_size: int = 4
 ) -> int:
     """Bytes of the ``(2k, hidden)`` table."""
-    return 2 * max_relative_positions * hidden_size * element_size
+    k = check_int("max_relative_positions", max_relative_positions, minimum=1)
+    hidden = check_int("hidden_size", hidden_size, minimum=1)
+    return 2 * k * hidden * check_int("element_size", element_size, minimum=1)
 
 
 __all__ = [

@@ -41,7 +41,6 @@ from .attention import DisentangledSelfAttention
 from .config import AttentionConfig, resolve_config
 from .cache import KVCache
 from .core import Prepared, SelfAttention, interop
-from .embedding import RelativePositionEmbedding
 
 
 def _check_eps(value: object) -> float:
@@ -248,8 +247,9 @@ class EncoderLayer(nn.Module):
     def _check_attention_kwargs(
         self, attention_kwargs: dict[str, Any], hidden_states: torch.Tensor
     ) -> None:
-        """Only the keywords the attention reads: for DeBERTa, ``rel_embeddings``."""
-        allowed = {"rel_embeddings"} if hasattr(self.attention, "table_or") else set()
+        """Only the keywords the attention reads (its ``input_keywords``: for
+        DeBERTa, ``rel_embeddings``), checked by the attention."""
+        allowed = set(self.attention.input_keywords)
         unknown = sorted(set(attention_kwargs) - allowed)
         if unknown:
             accepted = ", ".join(sorted(allowed)) or "none"
@@ -257,9 +257,8 @@ class EncoderLayer(nn.Module):
                 f"{type(self).__name__}.forward got unexpected keyword arguments "
                 f"{unknown}; the attention's own keywords: {accepted}"
             )
-        if "rel_embeddings" in attention_kwargs:
-            table = attention_kwargs["rel_embeddings"]
-            self.attention.check_table(self.attention.table_or(table), hidden_states)
+        if attention_kwargs:
+            self.attention.read_inputs(attention_kwargs, hidden_states)
 
     def _forward(
         self,
@@ -276,12 +275,10 @@ class EncoderLayer(nn.Module):
         Shapes:
             hidden_states, query_states: ``(b, n, hidden)``; output: ``(b, n, hidden)``
         """
-        if hasattr(self.attention, "table_or"):
-            table = attention_kwargs.pop("rel_embeddings", None)
-            attention_kwargs["rel_embeddings"] = self.attention.table_or(table)
+        inputs = self.attention.read_inputs(attention_kwargs, hidden_states)
         states, queries = self._attention_inputs(hidden_states, query_states)
-        context = self.attention._attend(
-            states, prepared, query_states=queries, **attention_kwargs
+        context = self.attention.attend(
+            states, prepared, query_states=queries, **inputs
         )  # (b, n, hidden)
         residual = hidden_states if query_states is None else query_states
         return self._block(residual, context)
@@ -454,208 +451,14 @@ class DisentangledEncoderLayer(EncoderLayer):
         )
 
 
-class DisentangledEncoder(nn.Module):
-    """DeBERTa's encoder: ``num_layers`` disentangled layers over one shared table.
+def __getattr__(name: str):
+    # DisentangledEncoder is relpos.Transformer with DeBERTa's settings, defined
+    # beside it (relpos.transformer); the old import path still answers.
+    if name == "DisentangledEncoder":
+        from .transformer import DisentangledEncoder
 
-    Equal to ``transformers``' ``DebertaV2Encoder`` (without its optional
-    convolution) on every non-padded position; ``from_transformers`` copies one.
-
-    Args:
-        num_layers: number of ``DisentangledEncoderLayer`` blocks.
-        norm_rel_ebd: put the table through a LayerNorm before use
-            (DeBERTa-v2/v3's ``norm_rel_ebd="layer_norm"``).
-        dropout: ``hidden_dropout_prob``: on both sub-layer outputs of every
-            layer and on the table (see below).
-        attention_dropout: ``attention_probs_dropout_prob``; ``None`` means
-            ``dropout``.
-        config: the attention settings as one ``relpos.AttentionConfig``; every
-            layer's attention is built from it (``encoder.config``).
-        others: as for ``DisentangledEncoderLayer`` (the attention settings
-            are the fields of ``AttentionConfig``, with its defaults).
-
-    Attributes:
-        table: the ``RelativePositionEmbedding`` whose ``weight`` is the shared
-            ``(2 * span, hidden)`` table (``span`` is ``position_buckets`` with log
-            buckets). Only ``table.weight`` is used; the table's own ``forward``
-            (the literal per-pair lookup) knows clipping but not buckets.
-        table_norm: the table's LayerNorm, or ``None`` without ``norm_rel_ebd``.
-        table_dropout: dropout with probability ``dropout`` on the table.
-        layers: the ``DisentangledEncoderLayer`` blocks.
-
-    Where the table dropout sits: ``forward`` computes ``rel_embeddings()``
-    (the LayerNorm-ed table) once, then hands each layer
-    ``table_dropout(rel_embeddings())`` -- a fresh dropout mask per layer, in
-    training only. ``transformers`` does the same thing from inside each
-    layer's attention (``DisentangledSelfAttention.pos_dropout``, applied to the
-    table as the first step of its relative-position branch). Both draw their
-    random numbers in the same order (table, attention probabilities, the two
-    sub-layer outputs; layer by layer), so with equal seeds the ``naive``
-    backend reproduces ``transformers`` in training too (tested on the CPU).
-    ``gather`` drops attention probabilities inside torch's fused attention,
-    with its own random numbers; ``flex`` refuses attention dropout.
-
-    Initial weights: the table is drawn from N(0, 0.02^2) as in DeBERTa; the
-    Linear and LayerNorm layers keep torch's defaults (DeBERTa draws Linear
-    weights from N(0, 0.02^2) with zero biases).
-
-    Shapes:
-        hidden_states: ``(b, n, hidden)``
-        attention_mask: ``(b, n)``, 1 for a token and 0 for padding
-        output: ``(b, n, hidden)``; outputs at padded positions are finite but
-            carry no meaning
-    """
-
-    def __init__(
-        self,
-        num_layers: int,
-        hidden_size: int | None = None,
-        num_heads: int | None = None,
-        intermediate_size: int | None = None,
-        *,
-        dropout: float = 0.0,
-        attention_dropout: float | None = None,
-        layer_norm_eps: float = 1e-7,
-        norm_rel_ebd: bool = True,
-        config: AttentionConfig | None = None,
-        **attention_settings: Any,
-    ) -> None:
-        super().__init__()
-        self.num_layers = check_int("num_layers", num_layers, minimum=1)
-        check_bool("norm_rel_ebd", norm_rel_ebd)
-        settings = dict(
-            attention_settings, hidden_size=hidden_size, num_heads=num_heads
-        )
-        config = _attention_config(config, settings, dropout, attention_dropout)
-        self.config = config
-        self.layers = nn.ModuleList(
-            DisentangledEncoderLayer(
-                intermediate_size=intermediate_size,
-                dropout=dropout,
-                layer_norm_eps=layer_norm_eps,
-                config=config,
-                own_table=False,
-            )
-            for _ in range(self.num_layers)
-        )
-        for index, layer in enumerate(self.layers):
-            layer.attention.cache_index = index
-        self.hidden_size = config.hidden_size
-        self.span = config.span
-        self.table = RelativePositionEmbedding(self.span, self.hidden_size)
-        self.table_norm = (
-            nn.LayerNorm(self.hidden_size, eps=layer_norm_eps) if norm_rel_ebd else None
-        )
-        self.table_dropout = nn.Dropout(self.layers[0].dropout_p)
-
-    @property
-    def norm_rel_ebd(self) -> bool:
-        """Whether the table goes through ``table_norm`` before use."""
-        return self.table_norm is not None
-
-    def rel_embeddings(self) -> torch.Tensor:
-        """The table every layer reads, before dropout: ``table_norm(table.weight)``.
-
-        (``transformers``' ``DebertaV2Encoder.get_rel_embedding``.)
-
-        Shapes:
-            output: ``(2 * span, hidden)``
-        """
-        weight = self.table.weight  # (r, hidden)
-        return weight if self.table_norm is None else self.table_norm(weight)
-
-    def forward(
-        self,
-        hidden_states: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        *,
-        positions: torch.Tensor | None = None,
-        document_ids: torch.Tensor | None = None,
-        cache: KVCache | None = None,
-        key_padding_mask: torch.Tensor | None = None,
-        attn_mask: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        """Run every layer in turn; each gets its own dropout of the shared table.
-
-        The masks, ``positions``, ``document_ids`` and ``cache`` are read once, as
-        by ``relpos.SelfAttention`` (a cache needs ``causal=True``).
-
-        Shapes:
-            hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)`` or a pair
-            mask; positions: ``(n,)`` or ``(b, n)``; document_ids: ``(b, n)``
-            output: ``(b, n, hidden)``
-        """
-        return self.run_layers(
-            hidden_states, attention_mask, self.layers,
-            positions=positions, document_ids=document_ids, cache=cache,
-            key_padding_mask=key_padding_mask, attn_mask=attn_mask,
-        )
-
-    def run_layers(
-        self,
-        hidden_states: torch.Tensor,
-        attention_mask: torch.Tensor | None,
-        layers: Any,
-        *,
-        positions: torch.Tensor | None = None,
-        document_ids: torch.Tensor | None = None,
-        cache: KVCache | None = None,
-        query_states: torch.Tensor | None = None,
-        key_padding_mask: torch.Tensor | None = None,
-        attn_mask: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        """Check the input once, then run ``layers`` (some of ``self.layers``) in turn.
-
-        The one check of the whole stack: the layers get the prepared mask and
-        positions and check nothing again; each gets its own dropout of the table.
-        ``query_states`` goes to the first of ``layers`` only (the enhanced mask
-        decoder's step).
-
-        Shapes:
-            hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
-            output: ``(b, n, hidden)``
-        """
-        first = self.layers[0].attention
-        prepared = first.prepare(
-            hidden_states, attention_mask, positions=positions,
-            document_ids=document_ids, cache=cache,
-            key_padding_mask=key_padding_mask, attn_mask=attn_mask,
-        )
-        table = self.rel_embeddings()  # (r, hidden)
-        first.check_table(table, hidden_states)
-        for layer in layers:
-            hidden_states = layer._forward(
-                hidden_states, prepared, query_states=query_states,
-                rel_embeddings=self.table_dropout(table),
-            )  # (b, n, hidden)
-            query_states = None
-        first.finish(prepared)
-        return hidden_states
-
-    @classmethod
-    def from_transformers(
-        cls, module: nn.Module, *, backend: str = "gather"
-    ) -> "DisentangledEncoder":
-        """An encoder with the configuration and weights of a ``transformers`` one.
-
-        ``module`` is a ``transformers`` ``DebertaV2Encoder`` or a
-        ``DebertaV2Model`` (its ``.encoder`` is copied; the embeddings are not).
-        Weights are copied, not shared; the result has the module's device,
-        dtype and train/eval mode. Settings relpos does not implement raise a
-        ``ValueError`` naming the setting (see ``relpos.interop``).
-        """
-        return interop().encoder_from_transformers(cls, module, backend=backend)
-
-    def extra_repr(self) -> str:
-        return f"num_layers={self.num_layers}, span={self.span}"
-
-    def to_transformers(self) -> nn.Module:
-        """This encoder as a ``transformers`` ``DebertaV2Encoder`` (weights copied).
-
-        The ``DebertaV2Config`` is built from this encoder's settings; one that
-        ``transformers`` cannot express (``causal=True``, say) raises a
-        ``ValueError`` naming it. Same device, dtype and train/eval mode.
-        """
-        return interop().to_transformers(self)
+        return DisentangledEncoder
+    raise AttributeError(f"module 'relpos.encoder' has no attribute {name!r}")
 
 
 __all__ = [
@@ -663,5 +466,4 @@ __all__ = [
     "NORMS",
     "EncoderLayer",
     "DisentangledEncoderLayer",
-    "DisentangledEncoder",
 ]

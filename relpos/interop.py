@@ -60,7 +60,9 @@ import torch
 from torch import nn
 
 from .config import POS_ATT_TYPES
-from .encoder import DisentangledEncoder, DisentangledEncoderLayer
+from .attention import DisentangledSelfAttention
+from .encoder import EncoderLayer
+from .transformer import DisentangledEncoder
 from .model import DisentangledModel
 
 # The top layer of the core: it imports the modules it converts, and they load it
@@ -431,10 +433,18 @@ def _encoder_config(encoder: nn.Module, embeddings: nn.Module | None) -> dict[st
     """
 
     layers = list(encoder.layers)
-    if not all(type(layer) is DisentangledEncoderLayer for layer in layers):
+    deberta = [
+        isinstance(layer, EncoderLayer)
+        and isinstance(layer.attention, DisentangledSelfAttention)
+        and (layer.norm_first, layer.norm, layer.activation_name)
+        == (False, "layer", "gelu")
+        for layer in layers
+    ]
+    if not all(deberta):
         raise ValueError(
-            "encoder.layers must all be DisentangledEncoderLayer (DebertaV2Layer has "
-            "disentangled attention only)"
+            "encoder.layers must all be post-LN, LayerNorm, GELU blocks around "
+            "DisentangledSelfAttention (DebertaV2Layer has disentangled attention "
+            "only)"
         )
     config = encoder.config
     for layer in layers:

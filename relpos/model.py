@@ -31,7 +31,8 @@ from torch import nn
 from .checks import check_bool, check_index, check_int, check_int_tensor, check_rate
 from .config import AttentionConfig
 from .core import interop, normalise_mask
-from .encoder import DisentangledEncoder, _check_eps
+from .encoder import _check_eps
+from .transformer import DisentangledEncoder
 
 
 def _check_ids(

@@ -14,7 +14,7 @@ from typing import overload
 
 import torch
 
-from .checks import check_int, check_int_tensor
+from .checks import check_device, check_int, check_int_tensor
 
 
 def relative_positions(
@@ -38,6 +38,7 @@ def relative_positions(
     """
     query_len = check_int("query_len", query_len, minimum=0)
     key_len = query_len if key_len is None else check_int("key_len", key_len, minimum=0)
+    device = check_device("device", device)
     q = torch.arange(query_len, dtype=torch.long, device=device)
     k = torch.arange(key_len, dtype=torch.long, device=device)
     return q[:, None] - k[None, :]  # (i, j)
@@ -207,6 +208,7 @@ def distance_lookup(
         output: ``(2 * seq_len - 1,)``, empty when ``seq_len == 0``
     """
     seq_len = check_int("seq_len", seq_len, minimum=0)
+    device = check_device("device", device)
     rel = torch.arange(
         1 - max(seq_len, 1), seq_len, dtype=torch.long, device=device
     )  # (2n - 1,)
@@ -227,6 +229,12 @@ def index_from_lookup(lookup: torch.Tensor) -> torch.Tensor:
         lookup: ``(2n - 1,)``
         output: ``(n, n)``
     """
+    lookup = check_int_tensor("lookup", lookup)
+    if lookup.dim() != 1 or lookup.shape[0] % 2 == 0 and lookup.shape[0] > 0:
+        raise ValueError(
+            "lookup must be a (2n - 1,) tensor (a distance_lookup), got shape "
+            f"{tuple(lookup.shape)}"
+        )
     n = (lookup.shape[0] + 1) // 2
     if n == 0:
         return lookup.new_empty(0, 0)

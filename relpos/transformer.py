@@ -1,9 +1,9 @@
 """One stack for every scheme: an encoder or a decoder around any attention by name.
 
 ``Transformer`` stacks ``EncoderLayer`` blocks around the attention of one scheme,
-named as the registry names it (``relpos.schemes.scheme_names()``), or
-``"deberta"`` (``DisentangledSelfAttention``, its layers sharing one table as in
-``DisentangledEncoder``) or ``"none"`` (content attention, no positions)::
+named as the registry names it (``relpos.schemes.scheme_names()``; DeBERTa's
+layers share one table that the stack owns, as its registration's ``shared``
+declares), or ``"none"`` (content attention, no positions)::
 
     stack = relpos.Transformer("alibi", num_layers=2, hidden_size=64, num_heads=4,
                                causal=True, norm_first=True, norm="rms",
@@ -30,24 +30,41 @@ from typing import Any
 import torch
 from torch import nn
 
-from .attention import DisentangledSelfAttention
 from .backends import BACKENDS
 from .cache import KVCache
-from .checks import check_choice, check_int
-from .core import SelfAttention
-from .embedding import RelativePositionEmbedding
-from .encoder import EncoderLayer, _norm
+from .checks import check_bool, check_choice, check_int
+from .config import AttentionConfig
+from .core import SelfAttention, interop
+from .encoder import EncoderLayer, _attention_config, _norm
 from .generate import generate
 from .schemes import registry
 
 #: The names a stack takes besides the registry's.
-OWN_SCHEMES = ("deberta", "none")
+OWN_SCHEMES = ("none",)
+
+#: The model settings (a registration's ``model``) the stack builds.
+STACK_SETTINGS = ("table_norm",)
+
+
+def _model_settings(scheme: str) -> dict[str, Any]:
+    """The registration's settings of the model around ``scheme``'s attention."""
+    if scheme in OWN_SCHEMES:
+        return {}
+    found, variant = registry.resolve(scheme)
+    return found.model_settings(variant)
 
 
 def stack_schemes() -> list[str]:
-    """Every scheme name ``Transformer`` takes: ``"deberta"``, ``"none"``, then the
-    registry's schemes and variants."""
-    return [*OWN_SCHEMES, *registry.scheme_names()]
+    """Every scheme name ``Transformer`` takes: ``"none"``, then the registry's
+    schemes and variants whose model settings the stack builds (DeBERTa's
+    enhanced mask decoder and sinusoidal start are the book's)."""
+    return [
+        *OWN_SCHEMES,
+        *(
+            name for name in registry.scheme_names()
+            if set(_model_settings(name)) <= set(STACK_SETTINGS)
+        ),
+    ]
 
 
 def build_scheme_attention(
@@ -63,7 +80,8 @@ def build_scheme_attention(
 ) -> SelfAttention:
     """The attention of ``scheme`` with its constructor arguments.
 
-    ``"deberta"`` is built without a table of its own (its stack owns one).
+    A scheme whose registration declares a ``shared`` input is built without it
+    (``shared.detached``: DeBERTa's without a table of its own); its stack owns it.
 
     Shapes:
         output: a module that maps ``(b, n, hidden)`` to ``(b, n, hidden)``
@@ -72,10 +90,6 @@ def build_scheme_attention(
         dropout=dropout, causal=causal, backend=backend, num_kv_heads=num_kv_heads
     )
     settings = {**common, **(attention_settings or {})}  # the settings win
-    if scheme == "deberta":
-        return DisentangledSelfAttention(
-            hidden_size, num_heads, **settings, own_table=False
-        )
     if scheme == "none":
         return SelfAttention(hidden_size, num_heads, **settings)
     if scheme not in registry.scheme_names():
@@ -85,6 +99,8 @@ def build_scheme_attention(
     found, variant = registry.resolve(scheme)
     arguments = {} if variant is None else dict(found.variants[variant])
     arguments.update(settings)
+    if found.shared is not None:
+        arguments.update(found.shared.detached)
     return found.attention(hidden_size, num_heads, **arguments)
 
 
@@ -106,8 +122,11 @@ class Transformer(nn.Module):
     Attributes:
         layers: the ``EncoderLayer`` blocks.
         final_norm: the stack's last norm (pre-norm only), else None.
-        table: DeBERTa's shared ``(2 * span, hidden)`` table (``"deberta"`` only).
-        table_norm: the table's LayerNorm, as in ``DisentangledEncoder``.
+        shared: the registration's ``SharedInput`` (DeBERTa's table), or None.
+        table: the shared input's module (DeBERTa's ``(2 * span, hidden)``
+            table), or None.
+        table_norm: its LayerNorm, or None: the registration's ``table_norm``
+            for the name (``deberta-no-norm`` has none).
 
     Shapes:
         hidden_states: ``(b, n, hidden)``; attention_mask: any convention of
@@ -160,10 +179,14 @@ class Transformer(nn.Module):
         self.final_norm = (
             _norm(norm, hidden_size, layer_norm_eps) if norm_first else None
         )
+        self.shared = None
+        if scheme not in OWN_SCHEMES:
+            self.shared = registry.resolve(scheme)[0].shared
         self.table = self.table_norm = None
-        if scheme == "deberta":
-            self.table = RelativePositionEmbedding(first.attention.span, hidden_size)
-            self.table_norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
+        if self.shared is not None:
+            self.table = self.shared.build(first.attention)  # (rows, hidden)
+            if _model_settings(scheme)["table_norm"]:
+                self.table_norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
         self.table_dropout = nn.Dropout(first.dropout_p)
 
     def forward(
@@ -186,17 +209,27 @@ class Transformer(nn.Module):
             positions=positions, document_ids=document_ids, cache=cache,
             key_padding_mask=key_padding_mask, attn_mask=attn_mask,
         )
-        table = None
-        if self.table is not None:
-            table = self.table_norm(self.table.weight)  # (2 * span, hidden)
+        table = self.shared_input()  # (rows, hidden) or None
         for layer in self.layers:
             extra = {}
-            if table is not None:
-                extra["rel_embeddings"] = self.table_dropout(table)  # each its own
+            if table is not None:  # each layer its own dropout of it
+                extra[self.shared.keyword] = self.table_dropout(table)
             hidden_states = layer(hidden_states, attention_mask, **given, **extra)
         if self.final_norm is not None:
             hidden_states = self.final_norm(hidden_states)
         return hidden_states  # (b, n, hidden)
+
+    def shared_input(self) -> torch.Tensor | None:
+        """The input every layer reads, before dropout: ``table_norm(table.weight)``
+        (DeBERTa's LayerNorm-ed table), or None for a scheme that shares none.
+
+        Shapes:
+            output: ``(rows, hidden)``
+        """
+        if self.table is None:
+            return None
+        weight = self.table.weight  # (rows, hidden)
+        return weight if self.table_norm is None else self.table_norm(weight)
 
     def extra_repr(self) -> str:
         return f"scheme={self.scheme!r}, num_layers={self.num_layers}"
@@ -272,7 +305,211 @@ class TransformerLM(nn.Module):
         return generate(self, input_ids, max_new_tokens, **options)
 
 
+class DisentangledEncoder(Transformer):
+    """DeBERTa's encoder: ``relpos.Transformer`` with scheme ``"deberta"``, post-LN,
+    LayerNorm and GELU, its layers over the one shared table the stack owns.
+
+    Equal to ``transformers``' ``DebertaV2Encoder`` (without its optional
+    convolution) on every non-padded position; ``from_transformers`` copies one.
+
+    Args:
+        num_layers: number of ``DisentangledEncoderLayer`` blocks.
+        norm_rel_ebd: put the table through a LayerNorm before use
+            (DeBERTa-v2/v3's ``norm_rel_ebd="layer_norm"``).
+        dropout: ``hidden_dropout_prob``: on both sub-layer outputs of every
+            layer and on the table (see below).
+        attention_dropout: ``attention_probs_dropout_prob``; ``None`` means
+            ``dropout``.
+        config: the attention settings as one ``relpos.AttentionConfig``; every
+            layer's attention is built from it (``encoder.config``).
+        others: as for ``DisentangledEncoderLayer`` (the attention settings
+            are the fields of ``AttentionConfig``, with its defaults).
+
+    Attributes:
+        table: the ``RelativePositionEmbedding`` whose ``weight`` is the shared
+            ``(2 * span, hidden)`` table (``span`` is ``position_buckets`` with log
+            buckets). Only ``table.weight`` is used; the table's own ``forward``
+            (the literal per-pair lookup) knows clipping but not buckets.
+        table_norm: the table's LayerNorm, or ``None`` without ``norm_rel_ebd``.
+        table_dropout: dropout with probability ``dropout`` on the table.
+        layers: the ``DisentangledEncoderLayer`` blocks.
+
+    Where the table dropout sits: ``forward`` computes ``rel_embeddings()``
+    (the LayerNorm-ed table) once, then hands each layer
+    ``table_dropout(rel_embeddings())`` -- a fresh dropout mask per layer, in
+    training only. ``transformers`` does the same thing from inside each
+    layer's attention (``DisentangledSelfAttention.pos_dropout``, applied to the
+    table as the first step of its relative-position branch). Both draw their
+    random numbers in the same order (table, attention probabilities, the two
+    sub-layer outputs; layer by layer), so with equal seeds the ``naive``
+    backend reproduces ``transformers`` in training too (tested on the CPU).
+    ``gather`` drops attention probabilities inside torch's fused attention,
+    with its own random numbers; ``flex`` refuses attention dropout.
+
+    Initial weights: the table is drawn from N(0, 0.02^2) as in DeBERTa; the
+    Linear and LayerNorm layers keep torch's defaults (DeBERTa draws Linear
+    weights from N(0, 0.02^2) with zero biases).
+
+    Shapes:
+        hidden_states: ``(b, n, hidden)``
+        attention_mask: ``(b, n)``, 1 for a token and 0 for padding
+        output: ``(b, n, hidden)``; outputs at padded positions are finite but
+            carry no meaning
+    """
+
+    def __init__(
+        self,
+        num_layers: int,
+        hidden_size: int | None = None,
+        num_heads: int | None = None,
+        intermediate_size: int | None = None,
+        *,
+        dropout: float = 0.0,
+        attention_dropout: float | None = None,
+        layer_norm_eps: float = 1e-7,
+        norm_rel_ebd: bool = True,
+        config: AttentionConfig | None = None,
+        **attention_settings: Any,
+    ) -> None:
+        self_layers = check_int("num_layers", num_layers, minimum=1)
+        check_bool("norm_rel_ebd", norm_rel_ebd)
+        settings = dict(
+            attention_settings, hidden_size=hidden_size, num_heads=num_heads
+        )
+        config = _attention_config(config, settings, dropout, attention_dropout)
+        if intermediate_size is None:
+            raise TypeError("intermediate_size must be an int >= 1, got None")
+        super().__init__(
+            "deberta", self_layers, config.hidden_size, config.num_heads,
+            intermediate_size, causal=config.causal, backend=config.backend,
+            num_kv_heads=config.num_kv_heads, dropout=dropout,
+            layer_norm_eps=layer_norm_eps,
+            attention_settings=dict(
+                max_relative_positions=config.max_relative_positions,
+                position_buckets=config.position_buckets,
+                pos_att_type=config.pos_att_type,
+                share_att_key=config.share_att_key,
+                dropout=config.dropout,
+            ),
+        )
+        self.config = config
+        self.span = config.span
+        if not norm_rel_ebd:
+            self.table_norm = None
+
+    @property
+    def norm_rel_ebd(self) -> bool:
+        """Whether the table goes through ``table_norm`` before use."""
+        return self.table_norm is not None
+
+    def rel_embeddings(self) -> torch.Tensor:
+        """The table every layer reads, before dropout: ``table_norm(table.weight)``.
+
+        (``transformers``' ``DebertaV2Encoder.get_rel_embedding``.)
+
+        Shapes:
+            output: ``(2 * span, hidden)``
+        """
+        weight = self.table.weight  # (r, hidden)
+        return weight if self.table_norm is None else self.table_norm(weight)
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        positions: torch.Tensor | None = None,
+        document_ids: torch.Tensor | None = None,
+        cache: KVCache | None = None,
+        key_padding_mask: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Run every layer in turn; each gets its own dropout of the shared table.
+
+        The masks, ``positions``, ``document_ids`` and ``cache`` are read once, as
+        by ``relpos.SelfAttention`` (a cache needs ``causal=True``).
+
+        Shapes:
+            hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)`` or a pair
+            mask; positions: ``(n,)`` or ``(b, n)``; document_ids: ``(b, n)``
+            output: ``(b, n, hidden)``
+        """
+        return self.run_layers(
+            hidden_states, attention_mask, self.layers,
+            positions=positions, document_ids=document_ids, cache=cache,
+            key_padding_mask=key_padding_mask, attn_mask=attn_mask,
+        )
+
+    def run_layers(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        layers: Any,
+        *,
+        positions: torch.Tensor | None = None,
+        document_ids: torch.Tensor | None = None,
+        cache: KVCache | None = None,
+        query_states: torch.Tensor | None = None,
+        key_padding_mask: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Check the input once, then run ``layers`` (some of ``self.layers``) in turn.
+
+        The one check of the whole stack: the layers get the prepared mask and
+        positions and check nothing again; each gets its own dropout of the table.
+        ``query_states`` goes to the first of ``layers`` only (the enhanced mask
+        decoder's step).
+
+        Shapes:
+            hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
+            output: ``(b, n, hidden)``
+        """
+        first = self.layers[0].attention
+        prepared = first.prepare(
+            hidden_states, attention_mask, positions=positions,
+            document_ids=document_ids, cache=cache,
+            key_padding_mask=key_padding_mask, attn_mask=attn_mask,
+        )
+        table = self.rel_embeddings()  # (r, hidden)
+        first.read_inputs({"rel_embeddings": table}, hidden_states)
+        for layer in layers:
+            hidden_states = layer._forward(
+                hidden_states, prepared, query_states=query_states,
+                rel_embeddings=self.table_dropout(table),
+            )  # (b, n, hidden)
+            query_states = None
+        first.finish(prepared)
+        return hidden_states
+
+    @classmethod
+    def from_transformers(
+        cls, module: nn.Module, *, backend: str = "gather"
+    ) -> "DisentangledEncoder":
+        """An encoder with the configuration and weights of a ``transformers`` one.
+
+        ``module`` is a ``transformers`` ``DebertaV2Encoder`` or a
+        ``DebertaV2Model`` (its ``.encoder`` is copied; the embeddings are not).
+        Weights are copied, not shared; the result has the module's device,
+        dtype and train/eval mode. Settings relpos does not implement raise a
+        ``ValueError`` naming the setting (see ``relpos.interop``).
+        """
+        return interop().encoder_from_transformers(cls, module, backend=backend)
+
+    def extra_repr(self) -> str:
+        return f"num_layers={self.num_layers}, span={self.span}"
+
+    def to_transformers(self) -> nn.Module:
+        """This encoder as a ``transformers`` ``DebertaV2Encoder`` (weights copied).
+
+        The ``DebertaV2Config`` is built from this encoder's settings; one that
+        ``transformers`` cannot express (``causal=True``, say) raises a
+        ``ValueError`` naming it. Same device, dtype and train/eval mode.
+        """
+        return interop().to_transformers(self)
+
+
 __all__ = [
+    "DisentangledEncoder",
     "OWN_SCHEMES",
     "Transformer",
     "TransformerLM",

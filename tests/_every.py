@@ -1,9 +1,9 @@
 """Every attention module on every kernel, read from the registries, for the tests of
 relpos 0.3's core (masks, packing, the cache).
 
-``MODULES`` lists each scheme of ``relpos.schemes.ATTENTIONS``, DeBERTa's
-``DisentangledSelfAttention`` (clipped, and with log buckets) and the bare
-``SelfAttention``; ``GRID`` pairs each with each name of ``relpos.BACKENDS``.
+``MODULES`` lists each scheme of the registry (``relpos.schemes.REGISTRY``,
+DeBERTa first), each variant its registration sizes at a span (DeBERTa's log
+buckets) and the bare ``SelfAttention``; ``GRID`` pairs each with each name of ``relpos.BACKENDS``.
 ``build`` makes one at tiny sizes, in float64 by default (flex in float64 on the
 CPU runs torch's uncompiled reference, exact), with its parameters moved away
 from their small initial values so that every position term changes the output
@@ -21,7 +21,8 @@ import pytest
 import torch
 
 import relpos
-from relpos.schemes import ATTENTIONS, REGISTRY
+from relpos.schemes import REGISTRY
+from relpos.schemes.registry import resolve, scheme_names
 
 HIDDEN, HEADS = 16, 2
 
@@ -34,27 +35,39 @@ SIZES: dict[str, dict[str, int]] = {
     "shaw": {"max_relative_positions": 2},
     "fire": {"width": 4},
 }
+#: The span ``k`` of the schemes their registration sizes by one (``sized``):
+#: DeBERTa's tables (and its log buckets) at 4.
+SPAN = 4
+
+
+def _names() -> list[str]:
+    """The registry's schemes, and each variant built differently at a span."""
+    return [
+        name for name in scheme_names()
+        if name in REGISTRY or name in resolve(name)[0].sized
+    ]
+
+
+def _builder(name: str) -> Callable[..., relpos.SelfAttention]:
+    registration, variant = resolve(name)
+    sizes = {} if variant is None else dict(registration.variants[variant])
+    if name in registration.sized:
+        sizes.update(registration.sized[name](SPAN))
+    sizes.update(SIZES.get(name, {}))
+    return lambda **kw: registration.attention(HIDDEN, HEADS, **sizes, **kw)
+
 
 #: name -> builder(backend=..., causal=...) of every attention module.
 MODULES: dict[str, Callable[..., relpos.SelfAttention]] = {
-    name: (lambda cls, sizes: lambda **kw: cls(HIDDEN, HEADS, **sizes, **kw))(
-        cls, SIZES.get(name, {})
-    )
-    for name, cls in ATTENTIONS.items()
+    name: _builder(name) for name in _names()
 }
-MODULES["deberta"] = lambda **kw: relpos.DisentangledSelfAttention(
-    HIDDEN, HEADS, max_relative_positions=4, **kw
-)
-MODULES["deberta-buckets"] = lambda **kw: relpos.DisentangledSelfAttention(
-    HIDDEN, HEADS, max_relative_positions=32, position_buckets=4, **kw
-)
 MODULES["content"] = lambda **kw: relpos.SelfAttention(HIDDEN, HEADS, **kw)
 
 #: Modules whose logits depend on the positions through ``i - j`` alone: the
-#: registry's ``relative`` schemes, DeBERTa's, and content attention (no positions).
+#: registry's ``relative`` schemes and content attention (no positions).
 RELATIVE = [
     name for name in MODULES
-    if name not in REGISTRY or REGISTRY[name].relative
+    if name not in scheme_names() or resolve(name)[0].relative
 ]
 
 #: The kernel the quick loop (``-m "not slow"``) runs every module on: the default

@@ -107,7 +107,7 @@ def test_floor_arithmetic():
     floor = roofline.cost_floor("deberta", n, hidden, heads, span=k)
     assert floor == pytest.approx((plain + sum(added.values())) / plain)
     assert 1.2 < floor < 1.25
-    assert roofline.position_flops("deberta_log", n, hidden, heads, span=k) == added
+    assert roofline.position_flops("deberta-buckets", n, hidden, heads, span=k) == added
     for scheme in ("plain", "t5", "alibi", "kerple", "rotary"):
         assert roofline.cost_floor(scheme, n, hidden, heads) == 1.0
     shaw = roofline.position_flops("shaw", n, hidden, heads, span=k)
@@ -129,7 +129,7 @@ def _sdpa_flops(query, key, value, *args, out_shape=None, **kwargs) -> int:
 
 
 @pytest.mark.parametrize(
-    "scheme", ["deberta", "deberta_log", "transformer_xl", "alibi", "rotary", "plain"]
+    "scheme", ["deberta", "deberta-buckets", "transformer_xl", "alibi", "rotary", "plain"]
 )
 def test_floor_is_the_counted_work_of_the_gather_formulation(scheme):
     from torch.utils.flop_counter import FlopCounterMode

@@ -51,6 +51,8 @@ def test_the_book_builds_what_the_registration_says(name, setting):
     assert arguments.get("causal", False) is config.causal
     if name in TRAINED_BACKENDS:  # the kernel the committed runs used
         arguments["backend"] = TRAINED_BACKENDS[name]
+    if registration.shared is not None:  # the stack owns the input (DeBERTa's table)
+        arguments.update(registration.shared.detached)
     torch.manual_seed(0)
     expected = registration.attention(config.hidden_size, config.num_heads, **arguments)
     _, encoder = build_scheme(name, config)

@@ -4,7 +4,8 @@ Where position enters, scheme by scheme:
 
 - content-dependent score terms: ``shaw`` (clipped relative keys and values,
   Shaw et al. 2018) and ``transformer_xl`` (a sinusoid of ``i - j`` and two global
-  biases, Dai et al. 2019); DeBERTa's c2p and p2c (``relpos.attention``) belong here.
+  biases, Dai et al. 2019), and ``deberta`` (c2p and p2c over a table its stack
+  shares, He et al. 2021; ``relpos.schemes.deberta``).
 - a content-free score bias ``(h, i, j)``: ``t5`` (learned, bucketed; Raffel et
   al. 2020), ``alibi`` (fixed slopes; Press et al. 2022), ``kerple`` (a kernel of
   ``|i - j|`` with two learned scalars per head; Chi et al. 2022) and ``fire`` (a
@@ -43,7 +44,10 @@ Shape legend:
 from __future__ import annotations
 
 # Each scheme module registers itself when imported: this order is the registry's.
+# DeBERTa, the book's subject, first.
+from . import deberta  # noqa: F401
 from . import shaw, transformer_xl, t5, alibi, rotary, fire, kerple, tupe  # noqa: F401
+from .deberta import DisentangledSelfAttention
 from .alibi import AlibiBias, AlibiSelfAttention, alibi_bias, alibi_slopes
 from .attention import (
     BiasSelfAttention,
@@ -65,6 +69,7 @@ from .registry import (
     REGISTRY,
     PositionEntries,
     SchemeRegistration,
+    SharedInput,
     build_attention,
     plain_name,
     register,
@@ -111,6 +116,7 @@ __all__ = [
     "AlibiBias",
     "AlibiSelfAttention",
     "BiasSelfAttention",
+    "DisentangledSelfAttention",
     "FireBias",
     "FireSelfAttention",
     "KerpleBias",
@@ -121,6 +127,7 @@ __all__ = [
     "SchemeRegistration",
     "SchemeScores",
     "SchemeSelfAttention",
+    "SharedInput",
     "ShawSelfAttention",
     "T5Bias",
     "T5SelfAttention",

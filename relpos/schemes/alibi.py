@@ -26,7 +26,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..checks import check_bool, check_int, check_int_tensor
+from ..checks import check_bool, check_dtype, check_int, check_int_tensor
 from .attention import BiasSelfAttention
 
 
@@ -54,6 +54,7 @@ def alibi_slopes(num_heads: int, *, dtype: torch.dtype | None = None) -> torch.T
     closest = 1 << (num_heads.bit_length() - 1)  # largest power of two <= num_heads
     slopes = _geometric(closest) + _geometric(2 * closest)[0::2][: num_heads - closest]
     slopes = torch.tensor(slopes, dtype=torch.float64)  # (h,)
+    dtype = check_dtype("dtype", dtype, floating=True)
     return slopes.to(dtype or torch.get_default_dtype())
 
 

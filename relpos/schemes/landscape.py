@@ -55,7 +55,8 @@ def score_by_distance(
         distances: integer tensor of distances ``i - j``.
         query_states, key_states: the two tokens' hidden states.
         rel_embeddings: the ``(2 * span, hidden)`` table, for the attentions that
-            read one (DeBERTa's); ``None`` for the others.
+            read one (DeBERTa's; ``None``: its own table, as ``forward`` reads);
+            ``None`` for the others.
 
     Shapes:
         distances: ``(m,)``; query_states, key_states: ``(hidden,)``
@@ -74,9 +75,9 @@ def score_by_distance(
     _check_content("query_states", query_states, attention.hidden_size)
     _check_content("key_states", key_states, attention.hidden_size)
     inputs = {}
-    check_table = getattr(attention, "check_table", None)
-    if check_table is not None:
-        inputs["rel_embeddings"] = check_table(rel_embeddings, query_states)
+    if attention.input_keywords:  # the table of a scheme that reads one (DeBERTa)
+        given = {keyword: rel_embeddings for keyword in attention.input_keywords}
+        inputs = attention.read_inputs(given, query_states)
     elif rel_embeddings is not None:
         raise ValueError(
             "rel_embeddings must be None for an attention without a table "

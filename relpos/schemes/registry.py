@@ -21,6 +21,23 @@ experiments need, as core-level values that never mention ``relpos.book``:
   and the key at 0) is then what every pair ``r`` apart gets.
 - ``content_free``: whether the position part is a bias that ignores the
   contents (T5, ALiBi, KERPLE, FIRE): its landscape is the bias itself.
+- ``variant_settings``: for a variant, more config fields it reads
+  (``settings(config)`` of its own, applied after its fixed changes):
+  ``deberta-buckets`` reads the book's bucket fields.
+- ``shared``: an input the stack around the attention owns once and hands every
+  layer (:class:`SharedInput`): DeBERTa's ``(2k, hidden)`` table and its
+  LayerNorm, passed as ``rel_embeddings``. ``relpos.Transformer`` reads it; a
+  scheme without one (``None``) needs nothing from its stack.
+- ``model``: per name (the scheme's or a variant's), settings of the model
+  around the attention rather than of the attention itself: ``table_norm``
+  (the shared table's LayerNorm, a ``relpos.Transformer`` argument),
+  ``table_start`` (``"sinusoidal"``: the shared table starts as sinusoids) and
+  ``enhanced_mask_decoder`` (DeBERTa's decoder of absolute positions, which
+  the book's experiments build). A stack refuses a setting it does not build.
+- ``sized``: per name, the constructor arguments at one common table span
+  ``k`` (``sized[name](k)``), for comparing schemes at one size (the
+  benchmark); a name without one is built with its class's defaults, and only
+  a variant with one is measured.
 
 ``ATTENTIONS`` (name -> class) is the view the chapters iterate over; its order
 is the order of registration.
@@ -95,6 +112,57 @@ class PositionEntries:
         return pairs & (self.index != self.none)
 
 
+@dataclass(frozen=True)
+class SharedInput:
+    """An input that a stack owns once and hands the attention of every layer.
+
+    Attributes:
+        keyword: the attention's ``forward`` keyword that takes it
+            (``"rel_embeddings"``).
+        build: ``build(attention)`` -> the stack's module holding it as
+            ``.weight``, sized from a built attention (DeBERTa's
+            ``RelativePositionEmbedding(span, hidden)``); its parameters are the
+            stack's (``table.weight``).
+        detached: constructor arguments of an attention whose stack owns the
+            input (``{"own_table": False}``).
+        norm: whether the stack puts it through a LayerNorm before use by
+            default (``model``'s ``table_norm`` changes it per name).
+
+    Shapes:
+        build(attention).weight: ``(rows, hidden)``
+    """
+
+    keyword: str
+    build: Callable[[Any], Any]
+    detached: Mapping[str, Any] = field(default_factory=dict)
+    norm: bool = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.keyword, str) or not self.keyword.isidentifier():
+            raise ValueError(
+                f"keyword must be a forward keyword name, got {self.keyword!r}"
+            )
+        if not callable(self.build):
+            raise TypeError(
+                f"build must be callable as build(attention), got {self.build!r}"
+            )
+        if not isinstance(self.detached, Mapping):
+            raise TypeError(
+                "detached must map argument names to values, got "
+                f"{type(self.detached).__name__}"
+            )
+        if not isinstance(self.norm, bool):
+            raise TypeError(f"norm must be a bool, got {self.norm!r}")
+        object.__setattr__(self, "detached", MappingProxyType(dict(self.detached)))
+
+
+#: The model settings a registration's ``model`` may give, and their kinds.
+MODEL_SETTINGS: dict[str, tuple[type, ...]] = {
+    "table_norm": (bool,),
+    "table_start": (str,),
+    "enhanced_mask_decoder": (bool,),
+}
+
 #: ``settings(config) -> constructor keyword arguments``.
 Settings = Callable[[Any], dict[str, Any]]
 #: ``entries(attention, rel) -> {kind: PositionEntries}``.
@@ -133,6 +201,12 @@ class SchemeRegistration:
         variants: more scheme names -> the constructor arguments they change.
         relative: the position part of a logit depends on ``i - j`` only.
         content_free: the position part is a bias that ignores the contents.
+        variant_settings: a variant's name -> its own ``settings(config)``,
+            applied after its fixed changes.
+        shared: the input the stack owns and hands every layer, or ``None``.
+        model: a name (scheme or variant) -> the model's settings around the
+            attention (keys of ``MODEL_SETTINGS``).
+        sized: a name -> ``sized(k)``, the constructor arguments at span ``k``.
     """
 
     name: str
@@ -142,6 +216,12 @@ class SchemeRegistration:
     variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     relative: bool = True
     content_free: bool = False
+    variant_settings: Mapping[str, Settings] = field(default_factory=dict)
+    shared: SharedInput | None = None
+    model: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    sized: Mapping[str, Callable[[int], Mapping[str, Any]]] = field(
+        default_factory=dict
+    )
 
     def __post_init__(self) -> None:
         plain_name("name", self.name)
@@ -179,9 +259,74 @@ class SchemeRegistration:
                 raise TypeError(
                     f"{argument} must be a bool, got {getattr(self, argument)!r}"
                 )
+        if self.shared is not None and not isinstance(self.shared, SharedInput):
+            raise TypeError(
+                f"shared must be a SharedInput or None, got {type(self.shared).__name__}"
+            )
+        names = {self.name, *self.variants}
+        for argument in ("variant_settings", "model", "sized"):
+            value = getattr(self, argument)
+            if not isinstance(value, Mapping):
+                raise TypeError(
+                    f"{argument} must map scheme names to values, got "
+                    f"{type(value).__name__}"
+                )
+            known = names if argument != "variant_settings" else set(self.variants)
+            unknown = sorted(set(value) - known)
+            if unknown:
+                raise ValueError(
+                    f"{argument} must name this scheme's variants ({sorted(known)}), "
+                    f"got {unknown}"
+                )
+        for argument in ("variant_settings", "sized"):
+            for name, value in getattr(self, argument).items():
+                if not callable(value):
+                    raise TypeError(
+                        f"{argument}[{name!r}] must be callable, got {value!r}"
+                    )
+        for name, settings in self.model.items():
+            if not isinstance(settings, Mapping):
+                raise TypeError(f"model[{name!r}] must be a mapping, got {settings!r}")
+            for key, value in settings.items():
+                kinds = MODEL_SETTINGS.get(key)
+                if kinds is None:
+                    raise ValueError(
+                        f"model[{name!r}] must use the settings {tuple(MODEL_SETTINGS)}"
+                        f", got {key!r}"
+                    )
+                if not isinstance(value, kinds):
+                    raise TypeError(
+                        f"model[{name!r}][{key!r}] must be a {kinds[0].__name__}, "
+                        f"got {value!r}"
+                    )
+            if settings and self.shared is None and (
+                {"table_norm", "table_start"} & set(settings)
+            ):
+                raise ValueError(
+                    f"model[{name!r}] sets the shared table, but shared is None"
+                )
         # frozen: keep a read-only copy, so that no caller changes a registration
         frozen = {k: MappingProxyType(dict(v)) for k, v in self.variants.items()}
         object.__setattr__(self, "variants", MappingProxyType(frozen))
+        for argument in ("variant_settings", "sized"):
+            read_only = MappingProxyType(dict(getattr(self, argument)))
+            object.__setattr__(self, argument, read_only)
+        model = {k: MappingProxyType(dict(v)) for k, v in self.model.items()}
+        object.__setattr__(self, "model", MappingProxyType(model))
+
+    def model_settings(self, variant: str | None = None) -> dict[str, Any]:
+        """The model's settings around the attention for this scheme or ``variant``.
+
+        The scheme's own, then the variant's (``model``); the shared table's
+        norm defaults to ``shared.norm``.
+        """
+        found: dict[str, Any] = {}
+        if self.shared is not None:
+            found["table_norm"] = self.shared.norm
+        found.update(self.model.get(self.name, {}))
+        if variant is not None:
+            found.update(self.model.get(variant, {}))
+        return found
 
     def arguments(self, config: Any, variant: str | None = None) -> dict[str, Any]:
         """The constructor arguments of this scheme (or its ``variant``) for ``config``.
@@ -197,6 +342,8 @@ class SchemeRegistration:
                     f"{self.name!r}, got {variant!r}"
                 )
             found.update(self.variants[variant])
+            if variant in self.variant_settings:
+                found.update(self.variant_settings[variant](config))
         if getattr(config, "causal", False):
             found["causal"] = True
         return found
@@ -288,9 +435,11 @@ __all__ = [
     "ATTENTIONS",
     "EntriesReader",
     "PositionEntries",
+    "MODEL_SETTINGS",
     "REGISTRY",
     "SchemeRegistration",
     "Settings",
+    "SharedInput",
     "build_attention",
     "plain_name",
     "register",

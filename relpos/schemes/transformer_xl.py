@@ -33,7 +33,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..checks import check_float_tensor, check_int, check_int_tensor
+from ..checks import check_dtype, check_float_tensor, check_int, check_int_tensor
 from ..backends import PositionTerms
 from ..scores import c2p_by_gather, content_to_position
 from .attention import SchemeSelfAttention, _relative_distances
@@ -54,6 +54,7 @@ def sinusoidal_encoding(
     hidden = check_int("hidden_size", hidden_size, minimum=2)
     if hidden % 2:
         raise ValueError(f"hidden_size must be even (sines and cosines), got {hidden}")
+    dtype = check_dtype("dtype", dtype, floating=True)
     pairs = torch.arange(0, hidden, 2, dtype=torch.float64, device=rel.device)  # (D/2,)
     frequency = torch.pow(10000.0, -pairs / hidden)  # (D/2,)
     angle = rel.double()[..., None] * frequency  # (*, D/2)

@@ -1,10 +1,11 @@
 """The cells of the positions-cost benchmark: every scheme on every kernel, and plain.
 
 A *cell* is one scheme on one backend (``relpos.BACKENDS``). The schemes are
-two DeBERTa settings, the book's subject, first: ``deberta``, the table
-clipped at ``k`` (``2k`` rows), and ``deberta_log``, ``k`` log buckets a side
-reaching ``2k`` (DeBERTa-v3's 256 and 512); then every registered scheme
-(``relpos.schemes.ATTENTIONS``, in its order). Shaw's table is clipped at the
+the registry's, in its order (``relpos.schemes.scheme_names()``): every
+registered scheme and each variant that its registration sizes at the common
+span ``k`` (``sized``). DeBERTa, the book's subject, comes first: its table
+clipped at ``k`` (``2k`` rows), then ``deberta-buckets``, ``k`` log buckets a
+side reaching ``2k`` (DeBERTa-v3's 256 and 512). Shaw's table is clipped at the
 same ``k``; every other scheme is built with its class's defaults (T5: 32
 buckets up to 128, FIRE: width 32, KERPLE: log).
 
@@ -27,12 +28,12 @@ import torch.nn.functional as F
 from torch import nn
 
 import relpos
-from relpos.schemes import ATTENTIONS
+from relpos.schemes import REGISTRY
+from relpos.schemes.registry import resolve, scheme_names
 
 PLAIN = "plain"
 #: The backend name of plain attention's rows.
 SDPA = "sdpa"
-DEBERTA_SCHEMES = ("deberta", "deberta_log")
 
 
 #: Registered schemes the committed cost benchmark has not measured yet: TUPE
@@ -42,8 +43,12 @@ NOT_YET_MEASURED = ("tupe",)
 
 
 def cost_schemes() -> list[str]:
-    """The two DeBERTa settings, then every registered scheme measured so far."""
-    return [*DEBERTA_SCHEMES, *(s for s in ATTENTIONS if s not in NOT_YET_MEASURED)]
+    """Every registered scheme measured so far, and each variant sized at a span."""
+    return [
+        name for name in scheme_names()
+        if name not in NOT_YET_MEASURED
+        and (name in REGISTRY or name in resolve(name)[0].sized)
+    ]
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,7 @@ class Shapes:
     """The sizes every cell is built with.
 
     ``span`` is ``k``: DeBERTa's clipped table and Shaw's have ``2k`` (``2k + 1``)
-    rows; ``deberta_log`` has ``span`` log buckets a side reaching ``2 * span``.
+    rows; the registrations' ``sized`` say what each scheme makes of it.
     """
 
     hidden: int
@@ -62,15 +67,14 @@ class Shapes:
 
 
 def scheme_arguments(scheme: str, shapes: Shapes) -> dict[str, Any]:
-    """The constructor arguments of ``scheme`` beyond hidden, heads and backend."""
-    if scheme == "deberta":
-        return {"max_relative_positions": shapes.span, "position_buckets": -1}
-    if scheme == "deberta_log":
-        return {"max_relative_positions": 2 * shapes.span,
-                "position_buckets": shapes.span}
-    if scheme == "shaw":
-        return {"max_relative_positions": shapes.span}
-    return {}
+    """The constructor arguments of ``scheme`` beyond hidden, heads and backend:
+    its variant's changes, then its registration's ``sized`` at ``shapes.span``."""
+    registration, variant = resolve(scheme)
+    found = {} if variant is None else dict(registration.variants[variant])
+    sized = registration.sized.get(scheme)
+    if sized is not None:
+        found.update(sized(shapes.span))
+    return found
 
 
 def plain_projections(shapes: Shapes, seed: int) -> relpos.SelfAttention:
@@ -92,14 +96,10 @@ def build_cell(
         raise ValueError(f"backend must be one of {relpos.BACKENDS}, got {backend!r}")
     arguments = scheme_arguments(scheme, shapes)
     torch.manual_seed(seed)
-    if scheme in DEBERTA_SCHEMES:
-        module = relpos.DisentangledSelfAttention(
-            shapes.hidden, shapes.heads, backend=backend, **arguments
-        )
-    else:
-        module = ATTENTIONS[scheme](
-            shapes.hidden, shapes.heads, backend=backend, **arguments
-        )
+    registration = resolve(scheme)[0]
+    module = registration.attention(
+        shapes.hidden, shapes.heads, backend=backend, **arguments
+    )
     for name in ("query_proj", "key_proj", "value_proj"):
         getattr(module, name).load_state_dict(getattr(projections, name).state_dict())
     return module.to(device=shapes.device, dtype=shapes.dtype).eval()

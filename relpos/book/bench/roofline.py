@@ -41,6 +41,7 @@ from typing import Any
 import torch
 
 from relpos.checks import check_int
+from relpos.schemes.registry import resolve
 
 MATMUL_SIZE = 2048
 
@@ -88,11 +89,15 @@ def forward_flops(
 
 # -- what positions add: the floor of each scheme against plain attention ------------
 
-#: The schemes whose added work :func:`position_flops` counts.
-FLOOR_SCHEMES = (
-    "plain", "shaw", "transformer_xl", "t5", "alibi", "rotary", "fire", "kerple",
-    "deberta", "deberta_log",
-)
+def _floor_schemes() -> tuple[str, ...]:
+    from .cells import cost_schemes
+
+    return ("plain", *cost_schemes())
+
+
+#: The schemes whose added work :func:`position_flops` counts: plain attention
+#: and the benchmark's schemes (``cells.cost_schemes``, from the registry).
+FLOOR_SCHEMES = _floor_schemes()
 
 
 def plain_flops(n: int, hidden: int, heads: int, batch: int = 1) -> int:
@@ -120,7 +125,7 @@ def position_flops(
     Each scheme's least work, in its row (gather) form, for positions shared by
     the batch (a multiply-add is 2 FLOP; ``H`` = ``hidden``, ``k`` = ``span``):
 
-    - ``deberta``, ``deberta_log`` (``2k`` rows, clipped or log-bucketed): the
+    - ``deberta`` and its variants (``2k`` rows, clipped or log-bucketed): the
       table projections ``2 * 2 (2k) H^2`` and the position tables c2p and p2c,
       ``2 * 2 b n (2k) H`` (the ``position_tables`` of :func:`flop_breakdown`).
     - ``shaw`` (``2k + 1`` rows per side): the queries against the key rows,
@@ -145,7 +150,7 @@ def position_flops(
     parts = flop_breakdown(n, hidden, heads, span, batch, terms=2)
     width = check_int("width", width, minimum=1)
     b, H = batch, hidden
-    if scheme in ("deberta", "deberta_log"):
+    if scheme != "plain" and resolve(scheme)[0].name == "deberta":
         return {key: parts[key] for key in ("table_projections", "position_tables")}
     if scheme == "shaw":
         rows = 2 * span + 1

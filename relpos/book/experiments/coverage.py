@@ -54,7 +54,8 @@ from typing import Callable
 import torch
 
 from relpos.checks import check_int
-from relpos.positions import position_index, relative_positions
+from relpos.positions import relative_positions
+from relpos.schemes.deberta import RELATIVE_TABLE as DEBERTA_TABLE
 from relpos.schemes.registry import PositionEntries, build_attention, resolve
 from .config import Config
 from .schemes import RANDOMISED_SCHEMES, Registered
@@ -80,9 +81,13 @@ def registered_reader(name: str) -> Reader | None:
         return None
 
     def read(config: Config, n: int) -> dict[str, Entries]:
-        found, _ = resolve(name)  # the registration of now, if it was replaced
+        found, variant = resolve(name)  # the registration of now, if replaced
         attention = build_attention(name, config, device="meta")
-        return found.entries(attention, _rel(n))
+        entries = found.entries(attention, _rel(n))
+        if found.model_settings(variant).get("enhanced_mask_decoder", False):
+            # the decoder adds its absolute table to the last layer's queries
+            entries.update(_absolute_rows(n, EMD_TABLE, keys=False))
+        return entries
 
     read.__name__ = read.__qualname__ = f"registered_reader_{name}"
     return read
@@ -143,24 +148,8 @@ def _rel(n: int) -> torch.Tensor:
 
 
 #: The DeBERTa schemes' shared relative table, wherever the encoder keeps it: the
-#: ``weight`` of its ``RelativePositionEmbedding``.
-RELATIVE_TABLE = ":RelativePositionEmbedding.weight"
-
-
-def _deberta_rows(
-    config: Config, n: int, terms: tuple[str, ...], *, buckets: bool = False
-) -> dict[str, Entries]:
-    if buckets:
-        settings = dict(
-            max_relative_positions=config.bucket_max_position,
-            position_buckets=config.position_buckets,
-        )
-    else:
-        settings = dict(max_relative_positions=config.max_relative_positions)
-    rows = position_index(_rel(n), **settings)  # (i, j)
-    return {
-        f"{term} row": Entries(rows, True, RELATIVE_TABLE) for term in terms
-    }
+#: ``weight`` of its ``RelativePositionEmbedding`` (the registration's name).
+RELATIVE_TABLE = DEBERTA_TABLE
 
 
 def _absolute_rows(n: int, table: str | None, *, keys: bool) -> dict[str, Entries]:
@@ -179,27 +168,12 @@ def _absolute_rows(n: int, table: str | None, *, keys: bool) -> dict[str, Entrie
 #: decoder): the ``weight`` of the ``LearnedPositions`` inside the encoder.
 EMD_TABLE = "encoder:LearnedPositions.weight"
 
-_BOTH = ("c2p", "p2c")
-
 for _name, _reader in {
     "none": lambda config, n: {},
     "absolute": lambda config, n: _absolute_rows(
         n, "input_positions.weight", keys=True
     ),
     "sinusoidal": lambda config, n: _absolute_rows(n, None, keys=True),
-    "deberta": lambda config, n: _deberta_rows(config, n, _BOTH),
-    "deberta-buckets": lambda config, n: _deberta_rows(
-        config, n, _BOTH, buckets=True
-    ),
-    "deberta-c2p": lambda config, n: _deberta_rows(config, n, ("c2p",)),
-    "deberta-p2c": lambda config, n: _deberta_rows(config, n, ("p2c",)),
-    "deberta-no-norm": lambda config, n: _deberta_rows(config, n, _BOTH),
-    "deberta-separate-keys": lambda config, n: _deberta_rows(config, n, _BOTH),
-    "deberta-sinusoidal": lambda config, n: _deberta_rows(config, n, _BOTH),
-    "deberta-emd": lambda config, n: {
-        **_deberta_rows(config, n, _BOTH),
-        **_absolute_rows(n, EMD_TABLE, keys=False),
-    },
 }.items():
     register_reader(_name, _reader)
 

@@ -155,7 +155,7 @@ from relpos.config import AttentionConfig
 from relpos.core import SelfAttention
 from relpos.embedding import sinusoidal_table
 from relpos.schemes import ATTENTIONS
-from relpos.schemes.registry import build_attention, scheme_names
+from relpos.schemes.registry import build_attention, resolve, scheme_names
 from .config import RANDOMISED, Config
 
 PositionParts = tuple["nn.Module | None", nn.Module]
@@ -373,32 +373,6 @@ def _sinusoidal(config: Config) -> PositionParts:
     return SinusoidalPositions(config.hidden_size), content_encoder(config)
 
 
-#: The settings of ``deberta``; its ablations change one of them.
-DEBERTA_SETTINGS: dict[str, Any] = {"pos_att_type": ("c2p", "p2c")}
-
-
-def _deberta(config: Config, **changes: Any) -> PositionParts:
-    settings = {**DEBERTA_SETTINGS, **changes}
-    encoder = disentangled_encoder(
-        config, max_relative_positions=config.max_relative_positions, **settings
-    )
-    return None, encoder
-
-
-def deberta_ablation(**changes: Any) -> SchemeBuilder:
-    """The builder of ``deberta`` with ``changes`` to its encoder's settings.
-
-    ``changes`` are fields of ``relpos.AttentionConfig`` or ``norm_rel_ebd``.
-    """
-
-    def build(config: Config) -> PositionParts:
-        return _deberta(config, **changes)
-
-    text = ", ".join(f"{k}={v!r}" for k, v in changes.items())
-    build.__name__ = build.__qualname__ = f"deberta_ablation({text})"
-    return build
-
-
 def sinusoidal_start(rows: int, hidden_size: int) -> torch.Tensor:
     """The sinusoids of the distances ``-rows/2 .. rows/2 - 1``, at the table's scale.
 
@@ -416,38 +390,45 @@ def sinusoidal_start(rows: int, hidden_size: int) -> torch.Tensor:
     return table * (EMBEDDING_STD / table.pow(2).mean().sqrt())
 
 
-def _deberta_sinusoidal(config: Config) -> PositionParts:
-    _, encoder = _deberta(config)
-    weight = encoder.table.weight  # (2k, hidden)
-    with torch.no_grad():
-        weight.copy_(sinusoidal_start(weight.shape[0], weight.shape[1]))
-    return None, encoder
+def shared_stack(config: Config, name: str) -> nn.Module:
+    """The encoder of a registered scheme whose stack shares an input (DeBERTa's).
 
+    Its attention's arguments come from the registration (``settings``, the
+    variant's changes); the model's settings around it (``model_settings``) say
+    whether the shared table is LayerNorm-ed (``table_norm``), starts as
+    sinusoids (``table_start``) and whether the last layer is DeBERTa's enhanced
+    mask decoder (``enhanced_mask_decoder``; :mod:`.emd`).
 
-def _deberta_emd(config: Config) -> PositionParts:
-    from .emd import EnhancedMaskDecoder
+    Shapes:
+        hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
+        output: ``(b, n, hidden)``
+    """
+    registration, variant = resolve(name)
+    model = registration.model_settings(variant)
+    settings = registration.arguments(config, variant)
+    settings.pop("causal", None)  # deberta_attention adds the run's setting
+    if model.get("enhanced_mask_decoder", False):
+        from .emd import EnhancedMaskDecoder
 
-    encoder = EnhancedMaskDecoder(
-        config.num_layers,
-        LearnedPositions(config.max_length, config.hidden_size),
-        intermediate_size=config.intermediate_size,
-        config=deberta_attention(
-            config,
-            max_relative_positions=config.max_relative_positions,
-            **DEBERTA_SETTINGS,
-        ),
-    )
-    return None, encoder
-
-
-def _deberta_buckets(config: Config) -> PositionParts:
-    encoder = disentangled_encoder(
-        config,
-        max_relative_positions=config.bucket_max_position,
-        position_buckets=config.position_buckets,
-        **DEBERTA_SETTINGS,
-    )
-    return None, encoder
+        return EnhancedMaskDecoder(
+            config.num_layers,
+            LearnedPositions(config.max_length, config.hidden_size),
+            intermediate_size=config.intermediate_size,
+            norm_rel_ebd=model["table_norm"],
+            config=deberta_attention(config, **settings),
+        )
+    encoder = disentangled_encoder(config, norm_rel_ebd=model["table_norm"], **settings)
+    start = model.get("table_start", "normal")
+    if start == "sinusoidal":
+        weight = encoder.table.weight  # (2k, hidden)
+        with torch.no_grad():
+            weight.copy_(sinusoidal_start(weight.shape[0], weight.shape[1]))
+    elif start != "normal":
+        raise ValueError(
+            f"scheme {name!r}: table_start must be 'normal' or 'sinusoidal', "
+            f"got {start!r}"
+        )
+    return encoder
 
 
 #: The kernel each trained experiment ran a scheme on, where it was not the
@@ -467,8 +448,12 @@ def attention_scheme(name: str) -> SchemeBuilder:
     """
 
     backend = TRAINED_BACKENDS.get(name)
+    shared = resolve(name)[0].shared is not None
 
     def build(config: Config) -> PositionParts:
+        if shared:  # the stack owns an input every layer reads (DeBERTa's table)
+            return None, shared_stack(config, name)
+
         def attention() -> nn.Module:
             return build_attention(name, config, backend=backend)
 
@@ -542,14 +527,6 @@ SCHEMES: MutableMapping[str, SchemeBuilder] = Registered(
         "absolute": _absolute,
         "sinusoidal": _sinusoidal,
         **{name: attention_scheme(name) for name in ATTENTIONS},
-        "deberta": _deberta,
-        "deberta-buckets": _deberta_buckets,
-        "deberta-emd": _deberta_emd,
-        "deberta-sinusoidal": _deberta_sinusoidal,
-        "deberta-c2p": deberta_ablation(pos_att_type=("c2p",)),
-        "deberta-p2c": deberta_ablation(pos_att_type=("p2c",)),
-        "deberta-no-norm": deberta_ablation(norm_rel_ebd=False),
-        "deberta-separate-keys": deberta_ablation(share_att_key=False),
         # the variants of the registered schemes (shaw-keys, ...), after the rest
         **{
             name: attention_scheme(name)
@@ -668,7 +645,6 @@ def build_scheme(name: str, config: Config) -> PositionParts:
 __all__ = [
     "AttentionEncoder",
     "ContentSelfAttention",
-    "DEBERTA_SETTINGS",
     "EMBEDDING_STD",
     "LearnedPositions",
     "RANDOMISED_SCHEMES",
@@ -682,9 +658,9 @@ __all__ = [
     "check_positions",
     "check_randomisable",
     "content_encoder",
-    "deberta_ablation",
     "deberta_attention",
     "disentangled_encoder",
     "register_scheme",
+    "shared_stack",
     "sinusoidal_start",
 ]
