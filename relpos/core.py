@@ -66,7 +66,7 @@ from torch import nn
 
 from . import masks
 from .backends import BACKENDS, PositionTerms, get_backend
-from .backends import terms as explicit
+from .backends.terms import explicit_scores, pair_rows
 from .cache import KVCache
 from .checks import (
     check_bool,
@@ -78,7 +78,7 @@ from .checks import (
     check_same_device,
     check_same_dtype,
 )
-from .scores import AttentionScores
+from .scores import AttentionScores, value_term
 
 
 def relative_distances(
@@ -314,7 +314,7 @@ class SelfAttention(nn.Module):
         kpos = _batched_positions(key_positions)
         query, key = self.rotate(query, key, qpos, kpos)
         terms = self.position_terms(qpos, kpos, **inputs)
-        return explicit.gather_scores(query, key, terms, None, self.scale).logits
+        return explicit_scores(query, key, terms, None, self.scale).logits
 
     def position_logits(
         self,
@@ -336,7 +336,7 @@ class SelfAttention(nn.Module):
         terms = self.position_terms(qpos, kpos, **inputs)
         if terms is None or not terms.has_logit_terms:
             return None
-        scores = explicit.gather_scores(query, key, terms, None, self.scale)
+        scores = explicit_scores(query, key, terms, None, self.scale)
         return scores.logits - scores.c2c
 
     def scores(
@@ -358,7 +358,7 @@ class SelfAttention(nn.Module):
             output: ``AttentionScores`` of ``(b, h, i, j)`` tensors
         """
         terms = self.position_terms(query_positions, key_positions, **inputs)
-        scores = get_backend(self.backend).scores or explicit.gather_scores
+        scores = get_backend(self.backend).scores or explicit_scores
         return scores(query, key, terms, mask, self.scale)
 
     # -- the shared path --------------------------------------------------------------
@@ -418,8 +418,8 @@ class SelfAttention(nn.Module):
             weights = self.dropout(scores.probs)  # (b, h, i, j)
             context = weights @ value  # (b, h, i, d)
             if terms is not None and terms.value_rows is not None:
-                rows = explicit.pair_rows(terms)  # (B, i, j)
-                context = context + explicit.value_term(weights, terms.value_rows, rows)
+                rows = pair_rows(terms)  # (B, i, j)
+                context = context + value_term(weights, terms.value_rows, rows)
         else:
             dropout_p = self.dropout_p if self.training else 0.0
             attend = get_backend(self.backend).attend

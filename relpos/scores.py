@@ -1,18 +1,27 @@
-"""Score arithmetic shared by every attention and backend: position terms, softmax.
+"""The explicit score path: position terms by gather, the softmax, relative values.
 
-The public helpers here (``content_to_position``, ``position_to_content``, their
+Every explicit score in relpos is computed here, once: ``c2p_by_gather`` and
+``p2c_by_gather`` (each query or key against every row, then each pair's row
+gathered), ``combine`` (the terms' sum, masked by ``relpos.masks.apply``, and the
+softmax), ``scores_by_gather`` (all of it) and ``value_term`` (relative values).
+The kernels (``relpos.backends``) and ``return_scores=True`` call these on inputs
+they built; ``relpos.backends.terms`` reads a scheme's ``PositionTerms`` into
+their arguments.
+
+The public helpers (``content_to_position``, ``position_to_content``, their
 ``_naive`` per-pair forms, ``combine_scores``, ``gather_scores``,
 ``masked_softmax``) check their arguments and raise a ``TypeError``/``ValueError``
-naming the bad one; checking an index's range reads its values (a host sync),
-so the attentions and backends call the unchecked private twins
-(``_content_to_position``, ...) on inputs they built themselves.
+naming the bad one, then call the same arithmetic; checking an index's range
+reads its values (a host sync), which the kernels avoid.
 
-Causal attention (``causal=True``): query ``i`` reads keys ``j <= i`` only, in the
-order of the sequence; ``future_keys`` is the ``(i, j)`` mask of the others.
+Causal attention (``causal=True``): query ``i`` reads keys up to itself only, in
+the order of the sequence, counted from the end when there are more keys than
+queries (a decoding step after a cache): ``relpos.masks.future_keys``.
 
 Shape legend:
     b  batch              h  heads              d  head width
-    i  query position     j  key position       r  table row
+    i  query position     j  key position       r, m  table row
+    B  b or 1 (rows per sequence, or shared)
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ from typing import NamedTuple
 
 import torch
 
+from . import masks
 from .checks import (
     check_bool,
     check_float_tensor,
@@ -112,71 +122,120 @@ def _check_key_mask(key_mask: object, logits: torch.Tensor) -> None:
         )
 
 
-# -- the unchecked arithmetic ---------------------------------------------------------
+# -- the arithmetic (unchecked: the kernels call it on inputs they built) ----------
 
 
-def _content_to_position(query, pos_key, index):
-    b, h, i, _ = query.shape
-    all_rows = torch.einsum("bhid,hrd->bhir", query, pos_key)  # (b, h, i, r)
-    return all_rows.gather(-1, index.expand(b, h, i, index.shape[-1]))  # (b, h, i, j)
-
-
-def _position_to_content(key, pos_query, index):
-    b, h, _, _ = key.shape
-    # Rows first, keys last, so that picking row index[i, j] for key j is a gather
-    # along dim -2 that writes (b, h, i, j) in order (no transposed copy or add).
-    all_rows = torch.einsum("hrd,bhjd->bhrj", pos_query, key)  # (b, h, r, j)
-    return all_rows.gather(-2, index.expand(b, h, *index.shape))  # (b, h, i, j)
-
-
-def future_keys(
-    query_len: int, key_len: int, device: torch.device | None = None
+def c2p_by_gather(
+    query: torch.Tensor, pos_key: torch.Tensor, rows: torch.Tensor
 ) -> torch.Tensor:
-    """The pairs a causal mask removes: key ``j`` after query ``i`` (``j > i``).
-
-    Counted in the order of the sequence (row ``i``, column ``j``), whatever the
-    positions.
+    """``q_i . pos_key[h, row(i, j)]``: every query against every row, then gathered.
 
     Shapes:
-        output: ``(i, j)`` bool, True above the diagonal
+        query: ``(b, h, i, d)``; pos_key: ``(h, m, d)``
+        rows: ``(i, j)``, or ``(B, i, j)`` (B = b or 1)
+        output: ``(b, h, i, j)``
     """
-    rows = torch.arange(query_len, device=device)[:, None]  # (i, 1)
-    columns = torch.arange(key_len, device=device)[None, :]  # (1, j)
-    return columns > rows  # (i, j)
+    b, h, i, _ = query.shape
+    all_rows = torch.einsum("bhid,hmd->bhim", query, pos_key)  # (b, h, i, m)
+    index = rows.unsqueeze(-3).expand(b, h, i, rows.shape[-1])  # (b, h, i, j)
+    return all_rows.gather(-1, index)  # (b, h, i, j)
 
 
-def _masked_fill(logits, key_mask, causal: bool = False):
-    # Padded keys get the dtype's minimum (a query whose keys are all padding
-    # spreads its weight evenly); keys ahead of a causal query get -inf after
-    # that, so that such a query spreads it over the keys up to itself only.
-    if key_mask is not None:
-        padded = ~key_mask[:, None, None, :]  # (b, 1, 1, j)
-        logits = logits.masked_fill(padded, torch.finfo(logits.dtype).min)
-    if causal:
-        future = future_keys(logits.shape[-2], logits.shape[-1], logits.device)
-        logits = logits.masked_fill(future, float("-inf"))  # (b, h, i, j)
-    return logits
+def p2c_by_gather(
+    key: torch.Tensor, pos_query: torch.Tensor, rows: torch.Tensor
+) -> torch.Tensor:
+    """``k_j . pos_query[h, row(i, j)]``: every key against every row, then gathered.
+
+    Shapes:
+        key: ``(b, h, j, d)``; pos_query: ``(h, m, d)``
+        rows: ``(i, j)``, or ``(B, i, j)`` (B = b or 1)
+        output: ``(b, h, i, j)``
+    """
+    b, h, j, _ = key.shape
+    # Rows first, keys last, so that picking row[i, j] for key j is a gather along
+    # dim -2 that writes (b, h, i, j) in order (no transposed copy or add).
+    all_rows = torch.einsum("hmd,bhjd->bhmj", pos_query, key)  # (b, h, m, j)
+    index = rows.unsqueeze(-3).expand(b, h, rows.shape[-2], j)  # (b, h, i, j)
+    return all_rows.gather(-2, index)  # (b, h, i, j)
 
 
-def _combine(c2c, c2p, p2c, key_mask, causal: bool = False) -> AttentionScores:
-    logits = c2c
-    for term in (c2p, p2c):
-        if term is not None:
-            logits = logits + term
-    probs = _masked_fill(logits, key_mask, causal).softmax(-1)
-    return AttentionScores(c2c, c2p, p2c, probs)
+def combine(
+    c2c: torch.Tensor,
+    c2p: torch.Tensor | None,
+    p2c: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    mask: masks.Mask | None,
+) -> AttentionScores:
+    """The scores' fields and the masked softmax of their sum (``None``: no term).
+
+    Shapes:
+        c2c, c2p, p2c: ``(b, h, i, j)``; bias: ``(B, h, i, j)``
+        output: ``AttentionScores``
+    """
+    if bias is not None:
+        bias = bias.to(c2c.dtype).expand_as(c2c)
+    scores = AttentionScores(c2c, c2p, p2c, c2c, bias)
+    probs = masks.apply(scores.logits, mask).softmax(-1)  # (b, h, i, j)
+    return scores._replace(probs=probs)
 
 
-def _gather_scores(
-    query, key, pos_key, pos_query, index, key_mask, scale, causal: bool = False
-):
-    c2c = torch.einsum("bhid,bhjd->bhij", query, key) * scale
+def scores_by_gather(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    pos_key: torch.Tensor | None,
+    pos_query: torch.Tensor | None,
+    rows: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    mask: masks.Mask | None,
+    scale: float,
+) -> AttentionScores:
+    """Every term of the logits explicitly, position terms by gather, and the softmax.
+
+    The one explicit score path: ``gather_scores`` (DeBERTa's arguments) and the
+    kernels' ``scores`` (a scheme's ``PositionTerms``) both end here.
+
+    Shapes:
+        query: ``(b, h, i, d)``; key: ``(b, h, j, d)``; pos_key, pos_query:
+        ``(h, m, d)`` or None; rows: ``(i, j)`` or ``(B, i, j)``; bias:
+        ``(B, h, i, j)`` or None; output: ``AttentionScores`` of ``(b, h, i, j)``
+    """
+    c2c = torch.einsum("bhid,bhjd->bhij", query, key) * scale  # (b, h, i, j)
     c2p = p2c = None
     if pos_key is not None:
-        c2p = _content_to_position(query, pos_key, index) * scale
+        c2p = c2p_by_gather(query, pos_key, rows) * scale
     if pos_query is not None:
-        p2c = _position_to_content(key, pos_query, index) * scale
-    return _combine(c2c, c2p, p2c, key_mask, causal)
+        p2c = p2c_by_gather(key, pos_query, rows) * scale
+    return combine(c2c, c2p, p2c, bias, mask)
+
+
+def value_term(
+    probs: torch.Tensor, value_rows: torch.Tensor, rows: torch.Tensor | None
+) -> torch.Tensor:
+    """``sum_j p_ij value_rows[h, row(i, j)]``: the weight of each row, then the rows.
+
+    The weights of the keys that read the same row are added first (a scatter-add
+    into ``m`` slots), then each row is read once. With ``rows=None``, ``probs``
+    already holds each row's weight ``(b, h, i, m)`` (``flex`` finds it from the
+    kernel's log-sum-exps).
+
+    Shapes:
+        probs: ``(b, h, i, j)``, or ``(b, h, i, m)`` with rows None
+        value_rows: ``(h, m, d)``; rows: ``(i, j)`` or ``(B, i, j)`` or None
+        output: ``(b, h, i, d)``
+    """
+    weight = probs
+    if rows is not None:
+        b, h, i, j = probs.shape
+        index = rows.unsqueeze(-3).expand(b, h, i, j)  # (b, h, i, j)
+        weight = probs.new_zeros(b, h, i, value_rows.shape[1])  # (b, h, i, m)
+        weight = weight.scatter_add(-1, index, probs)  # (b, h, i, m)
+    values = value_rows.to(weight.dtype)  # (h, m, d)
+    return torch.einsum("bhim,hmd->bhid", weight, values)  # (b, h, i, d)
+
+
+def _mask(key_mask: torch.Tensor | None, causal: bool) -> masks.Mask:
+    """The public helpers' ``key_mask`` and ``causal`` as the kernels' ``Mask``."""
+    return masks.Mask(keys=key_mask, causal=causal)
 
 
 # -- the public, checked helpers ------------------------------------------------------
@@ -195,7 +254,7 @@ def content_to_position(
         output: ``(b, h, i, j)``
     """
     _check_rows("query", query, "pos_key", pos_key, index, "i")
-    return _content_to_position(query, pos_key, index)
+    return c2p_by_gather(query, pos_key, index)
 
 
 def position_to_content(
@@ -211,7 +270,7 @@ def position_to_content(
         output: ``(b, h, i, j)``
     """
     _check_rows("key", key, "pos_query", pos_query, index, "j")
-    return _position_to_content(key, pos_query, index)
+    return p2c_by_gather(key, pos_query, index)
 
 
 def _check_pairs(content_name, content, pairs_name, pairs, along: int) -> None:
@@ -259,9 +318,9 @@ def masked_softmax(
     """Softmax over the keys, padded keys removed (given the dtype's minimum).
 
     A query whose keys are all padding gets uniform weights, not NaN. With
-    ``causal=True`` the keys after each query (``j > i``) get no weight either
-    (they get ``-inf``; a fully padded query spreads its weight over keys
-    ``0 .. i``).
+    ``causal=True`` the keys after each query (``relpos.masks.future_keys``) get
+    no weight either (they get ``-inf``; a fully padded query spreads its weight
+    over the keys up to itself).
 
     Shapes:
         logits: ``(b, h, i, j)``; key_mask: ``(b, j)`` bool (True = token) or None
@@ -269,7 +328,8 @@ def masked_softmax(
     """
     check_float_tensor("logits", logits, "(b, h, i, j)", dim=4)
     _check_key_mask(key_mask, logits)
-    return _masked_fill(logits, key_mask, check_bool("causal", causal)).softmax(-1)
+    mask = _mask(key_mask, check_bool("causal", causal))
+    return masks.apply(logits, mask).softmax(-1)
 
 
 def combine_scores(
@@ -282,7 +342,8 @@ def combine_scores(
 ) -> AttentionScores:
     """Add the (scaled) terms, give padded keys the dtype's minimum, take the softmax.
 
-    With ``causal=True`` keys after the query (``j > i``) get no weight.
+    With ``causal=True`` keys after the query (``relpos.masks.future_keys``) get
+    no weight.
 
     Shapes:
         c2c, c2p, p2c: ``(b, h, i, j)``; key_mask: ``(b, j)`` bool or None
@@ -300,7 +361,7 @@ def combine_scores(
                 f"got {tuple(term.shape)}"
             )
     _check_key_mask(key_mask, c2c)
-    return _combine(c2c, c2p, p2c, key_mask, check_bool("causal", causal))
+    return combine(c2c, c2p, p2c, None, _mask(key_mask, check_bool("causal", causal)))
 
 
 def gather_scores(
@@ -316,7 +377,8 @@ def gather_scores(
 ) -> AttentionScores:
     """Every score term explicitly, position terms by gather; ``None`` if unused.
 
-    With ``causal=True`` keys after the query (``j > i``) get no weight.
+    With ``causal=True`` keys after the query (``relpos.masks.future_keys``) get
+    no weight.
 
     Shapes:
         query, key: ``(b, h, n, d)``; pos_key, pos_query: ``(h, r, d)``
@@ -339,21 +401,23 @@ def gather_scores(
         raise TypeError(f"scale must be a float, got {type(scale).__name__}")
     b, j = query.shape[0], key.shape[-2]
     _check_key_mask(key_mask, query.new_empty(b, 0, 0, j))
-    causal = check_bool("causal", causal)
-    return _gather_scores(
-        query, key, pos_key, pos_query, index, key_mask, scale, causal
-    )
+    mask = _mask(key_mask, check_bool("causal", causal))
+    return scores_by_gather(query, key, pos_key, pos_query, index, None, mask, scale)
 
 
 __all__ = [
     "AttentionScores",
     "SchemeScores",
+    "c2p_by_gather",
+    "combine",
     "combine_scores",
     "content_to_position",
     "content_to_position_naive",
-    "future_keys",
     "gather_scores",
     "masked_softmax",
     "position_to_content",
+    "p2c_by_gather",
     "position_to_content_naive",
+    "scores_by_gather",
+    "value_term",
 ]

@@ -21,7 +21,8 @@ import pytest
 import torch
 
 from _every import GRID, HIDDEN, build, call, tolerance
-from relpos.backends import terms as explicit
+from relpos.backends.terms import pair_rows
+from relpos.scores import value_term
 from relpos.masks import read_mask
 
 B, N = 2, 7
@@ -245,8 +246,8 @@ def by_hand(module, x: torch.Tensor, pairs: torch.Tensor, heads: bool = False):
             extra["rel_embeddings"] = module.table_or(None)
         terms = module.position_terms(positions, positions, **extra)
         if terms is not None and terms.value_rows is not None:
-            rows = explicit.pair_rows(terms)  # (1, i, j)
-            context = context + explicit.value_term(probs, terms.value_rows, rows)
+            rows = pair_rows(terms)  # (1, i, j)
+            context = context + value_term(probs, terms.value_rows, rows)
     return context.transpose(1, 2).flatten(-2), probs  # (b, n, hidden)
 
 

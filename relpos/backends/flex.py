@@ -65,9 +65,10 @@ from typing import Callable
 import torch
 
 from ..masks import Mask
+from ..scores import value_term
 from .flex_shapes import BUCKET, fixed_shapes, pad_to, round_up
 from .gather import attend as gather_attend
-from .terms import gather_scores, projected_rows
+from .terms import explicit_scores, projected_rows
 from .registry import PositionTerms
 
 _COMPILED_CPU_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -382,15 +383,18 @@ def _score_mod(lengths, terms, mask, c2p_table, p2c_table, fraction=1.0):
     )
 
 
-def _value_term(query, key, value, score_mod, scale, terms):
-    """``sum_j p_ij value_rows[row]``: each row's weight from one more kernel call.
+def _row_weights(query, key, value, score_mod, scale, terms):
+    """``sum_j p_ij`` over the keys of each row: one more kernel call per row.
 
-    The weight of row ``r`` for query ``i`` is the softmax over the rows of
+    The weights the value term reads (``relpos.scores.value_term``): the weight
+    of row ``r`` for query ``i`` is the softmax over the rows of
     ``lse_r``, the log-sum-exp over the keys whose row is ``r`` alone: the share
     of the query's probability that falls on those keys (a row no key reads has
     ``lse_r = -inf`` and weight 0).
+
+    Shapes:
+        output: ``(b, h, i, m)``
     """
-    value_rows = terms.value_rows  # (h, m, d)
     which = torch.zeros((), dtype=torch.long, device=query.device)
     reach = terms.reach
     batched_q = terms.query_positions.shape[0] > 1
@@ -409,12 +413,11 @@ def _value_term(query, key, value, score_mod, scale, terms):
         return torch.where(row == which, score, -float("inf"))
 
     per_row = []
-    for r in range(value_rows.shape[1]):
+    for r in range(terms.value_rows.shape[1]):
         which.fill_(r)
         _, lse_r = run_kernel(query, key, value, only_row, scale, return_lse=True)
         per_row.append(lse_r)  # (b, h, i)
-    weight = torch.stack(per_row, dim=-1).softmax(-1)  # (b, h, i, m)
-    return torch.einsum("bhim,hmd->bhid", weight, value_rows.to(weight.dtype))
+    return torch.stack(per_row, dim=-1).softmax(-1)  # (b, h, i, m)
 
 
 def _traced_on_cpu(query: torch.Tensor) -> bool:
@@ -475,7 +478,7 @@ def attend(
     if empty:
         # Nothing to attend (b = 0 or n = 0): the explicit scores give the empty
         # output with every input in the graph (gradients: zeros of their shapes).
-        return gather_scores(query, key, terms, mask, scale).probs @ value
+        return explicit_scores(query, key, terms, mask, scale).probs @ value
     if (needs_grad and on_cpu) or no_lse or _traced_on_cpu(query):
         return gather_attend(query, key, value, terms, mask, scale, 0.0)
     i = query.shape[-2]
@@ -496,7 +499,8 @@ def attend(
     if not values:
         return run_kernel(query, key, value, score_mod, scale)[..., :i, :]
     out = run_kernel(query, key, value, score_mod, scale)
-    return out + _value_term(query, key, value, score_mod, scale, terms)
+    weight = _row_weights(query, key, value, score_mod, scale, terms)  # (b, h, i, m)
+    return out + value_term(weight, terms.value_rows, None)  # (b, h, i, d)
 
 
 __all__ = [

@@ -17,16 +17,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from .. import masks
 from ..masks import Mask
-from .terms import (
-    c2p_by_gather,
-    gather_scores,
-    p2c_by_gather,
-    pair_bias,
-    pair_rows,
-    projected_rows,
-    value_term,
-)
+from ..scores import c2p_by_gather, p2c_by_gather, value_term
+from .terms import explicit_scores, pair_bias, pair_rows, projected_rows
 from .registry import PositionTerms
 
 
@@ -58,18 +52,13 @@ def position_bias(
         if content_free is not None:
             content_free = content_free.to(query.dtype)  # (B, h, i, j)
             bias = content_free if bias is None else bias + content_free
-    if mask is None:
+    if mask is None or mask.empty:
         return bias
-    allowed = mask.allowed(i, j)  # (b, 1, i, j)
-    if allowed is not None:
-        if bias is None:
-            bias = query.new_zeros(1, 1, i, j)
-        bias = bias.masked_fill(~allowed, torch.finfo(query.dtype).min)
-    future = mask.future(i, j, query.device)  # (i, j)
-    if future is not None and (bias is not None or i != j):
-        bias = query.new_zeros(1, 1, i, j) if bias is None else bias
-        bias = bias.masked_fill(future, float("-inf"))
-    return bias
+    causal_only = mask._replace(causal=False).empty
+    if bias is None and causal_only and i == j:
+        return None  # the causal rule alone, square: sdpa's own is_causal
+    bias = query.new_zeros(1, 1, i, j) if bias is None else bias
+    return masks.apply(bias, mask)  # (b or 1, h or 1, i, j)
 
 
 def attend(
@@ -90,7 +79,7 @@ def attend(
         output: ``(b, h, i, d)``
     """
     if terms is not None and terms.value_rows is not None:
-        probs = gather_scores(query, key, terms, mask, scale).probs
+        probs = explicit_scores(query, key, terms, mask, scale).probs
         probs = F.dropout(probs, dropout_p, training=dropout_p > 0)  # (b, h, i, j)
         rows = pair_rows(terms)  # (B, i, j)
         return probs @ value + value_term(probs, terms.value_rows, rows)
@@ -103,7 +92,7 @@ def attend(
 
 
 #: Every term explicitly, the position terms by gather.
-scores = gather_scores
+scores = explicit_scores
 
 
 __all__ = ["attend", "position_bias", "scores"]

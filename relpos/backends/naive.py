@@ -4,7 +4,8 @@ Each pair ``(i, j)`` reads its own row: DeBERTa's table row ``table[delta(i, j)]
 (an ``(n, n, hidden)`` tensor) projected pair by pair, a scheme's per-head rows
 likewise, its bias evaluated at every pair. The construction of the papers,
 written out, and the reference the other backends are tested against. Memory
-and work grow with ``n^2 * hidden``.
+and work grow with ``n^2 * hidden``. The relative values (Shaw) are the one
+value term of every kernel (``relpos.scores.value_term``).
 
 Shapes:
     query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``
@@ -17,8 +18,8 @@ import torch
 import torch.nn.functional as F
 
 from ..masks import Mask
-from ..scores import AttentionScores
-from .terms import combine, pair_bias, pair_rows
+from ..scores import AttentionScores, combine, value_term
+from .terms import pair_bias, pair_rows
 from .registry import PositionTerms
 
 
@@ -82,9 +83,7 @@ def attend(
     context = probs @ value  # (b, h, i, d)
     if terms is not None and terms.value_rows is not None:
         rows = pair_rows(terms)  # (B, i, j)
-        pairs = _pairs_of_rows(terms.value_rows, rows)  # (B, i, j, h, d)
-        context = context + torch.einsum("bhij,bijhd->bhid", probs, pairs.expand(
-            probs.shape[0], *pairs.shape[1:]))
+        context = context + value_term(probs, terms.value_rows, rows)
     return context
 
 

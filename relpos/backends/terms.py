@@ -1,9 +1,11 @@
-"""The position terms written out: each pair's row, bias and values, by gather.
+"""A scheme's ``PositionTerms`` read into the explicit score path's arguments.
 
 What every kernel adds is defined by ``PositionTerms`` (``registry.py``); this
-module computes it explicitly, as ``(b, h, i, j)`` tensors, for the kernels that
-build the scores (``gather``'s bias, the ``scores`` of ``return_scores=True``)
-and as the reference the others are tested against.
+module finds what the pairs read of it (each pair's distance and row, the
+per-head rows, the content-free bias) and hands them to ``relpos.scores``, where
+the arithmetic is (``explicit_scores``: every term as a ``(b, h, i, j)`` tensor,
+for ``gather``, ``flex``'s empty inputs and ``return_scores=True``; ``naive``
+builds its terms pair by pair and shares the rest).
 
 Shapes:
     query: ``(b, h, i, d)``; key: ``(b, h, j, d)``; rows: ``(b or 1, i, j)``
@@ -15,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from .. import masks
-from ..scores import AttentionScores
+from ..scores import AttentionScores, scores_by_gather
 from .registry import PositionTerms
 
 
@@ -68,37 +70,6 @@ def projected_rows(
     return pos_key, pos_query
 
 
-def c2p_by_gather(
-    query: torch.Tensor, pos_key: torch.Tensor, rows: torch.Tensor
-) -> torch.Tensor:
-    """``q_i . pos_key[h, row(i, j)]``: every query against every row, then gathered.
-
-    Shapes:
-        query: ``(b, h, i, d)``; pos_key: ``(h, m, d)``; rows: ``(B, i, j)``
-        output: ``(b, h, i, j)``
-    """
-    b, h, i, _ = query.shape
-    all_rows = torch.einsum("bhid,hmd->bhim", query, pos_key)  # (b, h, i, m)
-    index = rows[:, None].expand(b, h, i, rows.shape[-1])  # (b, h, i, j)
-    return all_rows.gather(-1, index)  # (b, h, i, j)
-
-
-def p2c_by_gather(
-    key: torch.Tensor, pos_query: torch.Tensor, rows: torch.Tensor
-) -> torch.Tensor:
-    """``k_j . pos_query[h, row(i, j)]``: every key against every row, then gathered.
-
-    Shapes:
-        key: ``(b, h, j, d)``; pos_query: ``(h, m, d)``; rows: ``(B, i, j)``
-        output: ``(b, h, i, j)``
-    """
-    b, h, j, _ = key.shape
-    # Rows first, keys last: picking row[i, j] for key j is a gather along dim -2.
-    all_rows = torch.einsum("hmd,bhjd->bhmj", pos_query, key)  # (b, h, m, j)
-    index = rows[:, None].expand(b, h, rows.shape[-2], j)  # (b, h, i, j)
-    return all_rows.gather(-2, index)  # (b, h, i, j)
-
-
 def pair_bias(
     terms: PositionTerms | None, heads: int, rows: torch.Tensor | None = None
 ) -> torch.Tensor | None:
@@ -123,70 +94,34 @@ def pair_bias(
     return total
 
 
-def value_term(
-    probs: torch.Tensor, value_rows: torch.Tensor, rows: torch.Tensor
-) -> torch.Tensor:
-    """``sum_j p_ij value_rows[h, row(i, j)]``: the weight of each row, then the rows.
-
-    Shapes:
-        probs: ``(b, h, i, j)``; value_rows: ``(h, m, d)``; rows: ``(B, i, j)``
-        output: ``(b, h, i, d)``
-    """
-    b, h, i, j = probs.shape
-    index = rows[:, None].expand(b, h, i, j)  # (b, h, i, j)
-    weight = probs.new_zeros(b, h, i, value_rows.shape[1])  # (b, h, i, m)
-    weight = weight.scatter_add(-1, index, probs)  # (b, h, i, m)
-    return torch.einsum("bhim,hmd->bhid", weight, value_rows)  # (b, h, i, d)
-
-
-def gather_scores(
+def explicit_scores(
     query: torch.Tensor,
     key: torch.Tensor,
     terms: PositionTerms | None,
     mask: masks.Mask | None,
     scale: float,
 ) -> AttentionScores:
-    """Every term of the logits explicitly (position terms by gather), and the softmax.
+    """A scheme's scores, every term explicitly: its terms read into the gather path.
+
+    The ``scores`` of ``gather`` and of ``return_scores=True``
+    (``relpos.scores.scores_by_gather`` with this scheme's rows, row scores and
+    content-free bias).
 
     Shapes:
         query: ``(b, h, i, d)``; key: ``(b, h, j, d)``
         output: ``AttentionScores`` of ``(b, h, i, j)`` tensors
     """
-    c2c = torch.einsum("bhid,bhjd->bhij", query, key) * scale  # (b, h, i, j)
-    c2p = p2c = None
     rows = None if terms is None else pair_rows(terms)  # (B, i, j)
     pos_key, pos_query = projected_rows(terms)  # (h, m, d) each
-    if pos_key is not None:
-        c2p = c2p_by_gather(query, pos_key, rows) * scale
-    if pos_query is not None:
-        p2c = p2c_by_gather(key, pos_query, rows) * scale
     bias = pair_bias(terms, query.shape[1], rows)  # (B, h, i, j)
-    return combine(c2c, c2p, p2c, bias, mask)
-
-
-def combine(c2c, c2p, p2c, bias, mask) -> AttentionScores:
-    """The scores' fields and the masked softmax of their sum.
-
-    Shapes:
-        c2c, c2p, p2c: ``(b, h, i, j)``; bias: ``(B, h, i, j)``
-        output: ``AttentionScores``
-    """
-    if bias is not None:
-        bias = bias.to(c2c.dtype).expand_as(c2c)
-    scores = AttentionScores(c2c, c2p, p2c, c2c, bias)
-    probs = masks.apply(scores.logits, mask).softmax(-1)  # (b, h, i, j)
-    return scores._replace(probs=probs)
+    return scores_by_gather(query, key, pos_key, pos_query, rows, bias, mask, scale)
 
 
 __all__ = [
-    "c2p_by_gather",
-    "combine",
-    "gather_scores",
-    "p2c_by_gather",
+    "explicit_scores",
     "pair_bias",
     "pair_distances",
     "pair_rows",
     "projected_rows",
     "rows_of",
-    "value_term",
 ]

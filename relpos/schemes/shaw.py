@@ -33,6 +33,7 @@ from ..checks import (
     check_same_dtype,
 )
 from ..backends import PositionTerms
+from ..scores import value_term
 from .attention import SchemeSelfAttention, _relative_distances
 
 
@@ -57,7 +58,8 @@ def relative_value_sum(
     """``sum_j probs[i, j] * value_table[index[i, j]]``, without a per-pair table.
 
     The weights of all keys that read the same row are added first (a scatter-add
-    into ``2k + 1`` slots), then each row is read once.
+    into ``2k + 1`` slots), then each row is read once: ``relpos.scores.value_term``,
+    every kernel's value term, with the table shared by the heads.
 
     Shapes:
         probs: ``(b, h, i, j)``; value_table: ``(r, d)``; index: ``(i, j)``
@@ -72,14 +74,8 @@ def relative_value_sum(
             f"index must have shape (i, j) = {tuple(probs.shape[2:])} for probs of "
             f"shape {tuple(probs.shape)}, got {tuple(index.shape)}"
         )
-    return _relative_value_sum(probs, value_table, index)
-
-
-def _relative_value_sum(probs, value_table, index):
-    b, h, i, j = probs.shape
-    per_row = probs.new_zeros(b, h, i, value_table.shape[0])  # (b, h, i, r)
-    per_row.scatter_add_(-1, index.expand(b, h, i, j), probs)  # (b, h, i, r)
-    return per_row @ value_table  # (b, h, i, d)
+    value_rows = value_table.expand(probs.shape[1], *value_table.shape)  # (h, r, d)
+    return value_term(probs, value_rows, index)
 
 
 class ShawSelfAttention(SchemeSelfAttention):

@@ -35,7 +35,7 @@ from torch import nn
 
 from ..checks import check_dtype, check_float_tensor, check_int, check_int_tensor
 from ..backends import PositionTerms
-from ..scores import _content_to_position, content_to_position
+from ..scores import c2p_by_gather, content_to_position
 from .attention import SchemeSelfAttention, _relative_distances
 
 
@@ -109,7 +109,7 @@ def transformer_xl_terms(
 def _transformer_xl_terms(query, key, pos_key, index, content_bias, position_bias):
     global_content = torch.einsum("hd,bhjd->bhj", content_bias, key)  # (b, h, j)
     shifted_query = query + position_bias[:, None, :]  # (b, h, i, d)
-    position = _content_to_position(shifted_query, pos_key, index)  # (b, h, i, j)
+    position = c2p_by_gather(shifted_query, pos_key, index)  # (b, h, i, j)
     return global_content[:, :, None, :] + position  # (b, h, i, j)
 
 
