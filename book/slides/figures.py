@@ -150,6 +150,11 @@ def causal() -> Figure:
     return plot.accuracy_grid(data, train_size=512)
 
 
+def text_lengths() -> Figure:
+    """Chapter 11: the causal byte models' bits per byte against the window."""
+    return plot.bits_by_length({"causal": results.load("text_causal.json")})
+
+
 def tasks() -> Figure:
     """Chapter 13: the tasks whose answers move away, per token (protocol)."""
     return plot.accuracy_grid(results.load("protocol/sweep_tasks.json"), columns=2)
@@ -172,5 +177,6 @@ FIGURES: dict[str, Callable[[], Figure]] = {
     "ablation": ablation,
     "band": band,
     "causal": causal,
+    "text_lengths": text_lengths,
     "tasks": tasks,
 }
