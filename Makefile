@@ -400,3 +400,18 @@ probe-length: $(TEST_ENV)
 	  --seeds 0,1,2,3,4,5,6,7,8,9 --tune-seeds 100,101 --train-length 64 \
 	  --eval-lengths 64,128,256,512 --steps 1000 \
 	  --learning-rates 1e-3,3.16e-3,1e-2 --max-rates 8
+
+# Why masked absolute and sinusoidal sit on the plateau of `none` (issue 34, item 2;
+# relpos/book/text/masked_baselines.py, its prediction and falsifier written there
+# before the runs): the masked byte model of text_masked.json (L = 64, width 64, two
+# layers, 1000 steps) with none, absolute, sinusoidal, sinusoids ten times larger,
+# TUPE and DeBERTa at rate 3.16e-3, seeds 0 and 1, and absolute at 3.16e-4 and
+# 3.16e-2 on seed 0: 14 runs, training curves and validation loss plain and with
+# each window scrambled. Writes relpos/book/results/probes/masked_baselines.json and
+# .png; its runs folder (committed, keyed on the study's schema) resumes.
+.PHONY: masked-baselines
+masked-baselines: $(TEST_ENV)
+	$(BIN)/python -m relpos.book.text.masked_cli --quiet --workers 2 \
+	  --runs-dir $(RESULTS)/probes/masked_baselines/runs \
+	  --output $(RESULTS)/probes/masked_baselines.json \
+	  --plot $(RESULTS)/probes/masked_baselines.png
