@@ -70,7 +70,9 @@ def masked_figure(result: dict[str, Any]) -> Figure:
             order_ax.plot([k] * len(shown), shown, marker, color=f"C{k}", ms=5)
     order_ax.plot([], [], "o", color="grey", label="windows in order")
     order_ax.plot([], [], "x", color="grey", label="windows scrambled")
-    order_ax.set_xticks(range(len(main)), [c["arm"] for c in main])
+    order_ax.set_xticks(
+        range(len(main)), [c["arm"] for c in main], rotation=30, ha="right"
+    )
     order_ax.set_xlabel("arm (one point per seed)")
     order_ax.set_ylabel("validation loss (bits per masked byte)")
     order_ax.set_title("does the arm read the order?", fontsize=9)
