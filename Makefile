@@ -408,7 +408,10 @@ probe-length: $(TEST_ENV)
 # TUPE and DeBERTa at rate 3.16e-3, seeds 0 and 1, and absolute at 3.16e-4 and
 # 3.16e-2 on seed 0: 14 runs, training curves and validation loss plain and with
 # each window scrambled. Writes relpos/book/results/probes/masked_baselines.json and
-# .png; its runs folder (committed, keyed on the study's schema) resumes.
+# .png; its runs folder (committed, keyed on the study's schema) resumes. On a 2-core
+# AMD EPYC shared with other sessions (load 8-10, 2026-12-06) one run took 67-265 s
+# (absolute 143, DeBERTa 177), 20.5 minutes on two workers; about a third of that
+# alone (a 300-step absolute run: 14 s at load 3.5).
 .PHONY: masked-baselines
 masked-baselines: $(TEST_ENV)
 	$(BIN)/python -m relpos.book.text.masked_cli --quiet --workers 2 \
