@@ -412,3 +412,21 @@ probe-length: $(TEST_ENV)
 	  --eval-lengths 64,128,256,512 --steps 1000 \
 	  --learning-rates 1e-3,3.16e-3,1e-2 --max-rates 8
 	$(PROBE_AFTER)
+
+# Why masked absolute and sinusoidal sit on the plateau of `none` (issue 34, item 2;
+# relpos/book/text/masked_baselines.py, its prediction and falsifier written there
+# before the runs): the masked byte model of text_masked.json (L = 64, width 64, two
+# layers, 1000 steps) with none, absolute, sinusoidal, sinusoids ten times larger,
+# TUPE and DeBERTa at rate 3.16e-3, seeds 0 and 1, and absolute at 3.16e-4 and
+# 3.16e-2 on seed 0: 14 runs, training curves and validation loss plain and with
+# each window scrambled. Writes relpos/book/results/probes/masked_baselines.json and
+# .png; its runs folder (committed, keyed on the study's schema) resumes. On a 2-core
+# AMD EPYC shared with other sessions (load 8-10, 2026-12-06) one run took 67-265 s
+# (absolute 143, DeBERTa 177), 20.5 minutes on two workers; about a third of that
+# alone (a 300-step absolute run: 14 s at load 3.5).
+.PHONY: masked-baselines
+masked-baselines: $(TEST_ENV)
+	$(BIN)/python -m relpos.book.text.masked_cli --quiet --workers 2 \
+	  --runs-dir $(RESULTS)/probes/masked_baselines/runs \
+	  --output $(RESULTS)/probes/masked_baselines.json \
+	  --plot $(RESULTS)/probes/masked_baselines.png

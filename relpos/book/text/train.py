@@ -91,10 +91,13 @@ def train_text(
     stream: torch.Tensor | None = None,
     *,
     on_step: Callable[[int, float], None] | None = None,
+    model: TinyModel | None = None,
 ) -> TrainedText:
     """Train the language model of ``config`` on ``stream`` (default: train split).
 
-    ``on_step(step, loss)`` is called after every step.
+    ``on_step(step, loss)`` is called after every step. ``model``: the model to
+    train instead of :func:`initial_model` (an intervention on the start, such
+    as a rescaled position table); it is trained in place.
 
     Shapes:
         stream: ``(bytes,)`` uint8, longer than ``train_length + 1``
@@ -107,7 +110,12 @@ def train_text(
             f"stream must hold at least {width} bytes, got {stream.numel()}"
         )
     start = time.perf_counter()
-    model = initial_model(config)
+    if model is None:
+        model = initial_model(config)
+    elif not isinstance(model, TinyModel):
+        raise TypeError(
+            f"model must be a TinyModel or None, got {type(model).__name__}"
+        )
     data = torch.Generator().manual_seed(data_seed(config))
 
     def batch_loss(step: int) -> torch.Tensor:
