@@ -239,3 +239,21 @@ def test_the_students_build_removes_an_instructors_page_left_in_its_folder(
     editions._students_sources(app, None)
     assert not any(path.exists() for path in left)
     assert (out / "book" / "intro.html").exists()
+
+
+def test_the_pages_workflow_publishes_the_students_edition_by_default() -> None:
+    import yaml
+
+    workflow = yaml.safe_load(
+        (Path(__file__).resolve().parents[1] / ".github/workflows/book.yml").read_text()
+    )
+    steps = workflow["jobs"]["test-and-build"]["steps"]
+    uploads = [s for s in steps if "upload-pages-artifact" in s.get("uses", "")]
+    # A push (no manual input: inputs.edition is empty) uploads the students' site.
+    default = [s for s in uploads if "!= 'instructors'" in s.get("if", "")]
+    assert [s["with"]["path"] for s in default] == ["_build/students/_build/html"]
+    built = [s for s in steps if s.get("run") == "make student-site"]
+    assert built and "!= 'instructors'" in built[0]["if"]
+    # The instructors' site only on a manual run that asks for it.
+    others = [s for s in uploads if s not in default]
+    assert all("== 'instructors'" in s["if"] for s in others)
