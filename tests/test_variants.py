@@ -53,7 +53,7 @@ def test_a_variant_never_draws_the_books_numbers(variant):
         assert set(drawn) == set(book)
         for name, value in drawn.items():
             assert value != book[name]
-            assert value in variants.VARIANTS[label].choices[name]
+            assert value in variants.CHOICES[label][name]
 
 
 def test_variant_zero_is_the_book_and_bad_variants_are_refused():

@@ -24,19 +24,19 @@ from typing import Callable
 
 import nbformat
 
+from relpos.book.exercises.students import CHOICES, student_numbers
+
 Edits = list[tuple[str, str]]
 
 
 @dataclass(frozen=True)
 class Variant:
-    """The numbers one exercise can take and where they go in its cells.
-
-    ``choices``: each parameter of the check and the values a variant draws from
-    (never the book's own). ``edits``: for drawn values, the passages of the
-    exercise's cells (statement, solution, check call) and what replaces them.
+    """Where one exercise's numbers go in its cells: ``edits``, for drawn values,
+    the passages of the exercise's cells (statement, solution, check call) and what
+    replaces them. The values each keyword can take are ``CHOICES[label]``
+    (relpos/book/exercises/students.py, which the grader's hidden tests read too).
     """
 
-    choices: dict[str, tuple[int, ...]]
     edits: Callable[[dict[str, int]], Edits]
 
 
@@ -74,17 +74,10 @@ def _ch6_ex3(p: dict[str, int]) -> Edits:
     ]
 
 
-def _but(values: range | tuple[int, ...], book: int) -> tuple[int, ...]:
-    return tuple(value for value in values if value != book)
-
-
 VARIANTS: dict[str, Variant] = {
-    "ch3-ex2": Variant({"gib": _but(range(4, 97, 4), 16)}, _ch3_ex2),
-    "ch6-ex1": Variant(
-        {"n": _but(range(500, 2001, 50), 1000), "k": (32, 64, 96, 192, 256, 384)},
-        _ch6_ex1,
-    ),
-    "ch6-ex3": Variant({"n": _but(range(1024, 4097, 128), 2048)}, _ch6_ex3),
+    "ch3-ex2": Variant(_ch3_ex2),
+    "ch6-ex1": Variant(_ch6_ex1),
+    "ch6-ex3": Variant(_ch6_ex3),
 }
 
 
@@ -105,7 +98,7 @@ def numbers(label: str, variant: int) -> dict[str, int]:
     if variant == 0:
         return {}
     draw = random.Random(f"relpos-variant-{variant}-{label}")
-    choices = VARIANTS[label].choices
+    choices = CHOICES[label]
     return {name: draw.choice(values) for name, values in choices.items()}
 
 
@@ -154,3 +147,111 @@ def vary(
                 cell.source = cell.source.replace(old, new)
         drawn[label] = chosen
     return notebook, drawn
+
+
+# Per-student problem sets (tools/assignments.py --per-student): the source's check
+# calls draw the numbers at grading time; each student's release gets them written.
+IMPORT = "from relpos.book.exercises.students import graded_numbers\n"
+
+
+def graded(label: str) -> str:
+    """The keyword argument a per-student source's check call of ``label`` gets."""
+    return f'**graded_numbers("{label}")'
+
+
+def _closing(source: str, start: int) -> int:
+    """The index of the ``)`` that closes the call whose ``(`` is at ``start``."""
+    depth, quote = 0, ""
+    for i in range(start, len(source)):
+        char = source[i]
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "\"'":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i
+    raise ValueError(f"an unclosed call in {source[start - 20 : start + 40]!r}")
+
+
+def with_graded_numbers(source: str, label: str) -> str:
+    """``source`` (a test cell) whose ``check("label", ...)`` calls also take the
+    student's numbers, ``**graded_numbers("label")``, and which imports it.
+
+    Raises:
+        ValueError: ``label`` has no variants, or ``source`` calls no check of it.
+    """
+    if label not in VARIANTS:
+        raise ValueError(f"label must be one of {sorted(VARIANTS)}, got {label!r}")
+    call = re.compile(rf"\bcheck\(\s*[\"']{re.escape(label)}[\"']")
+    found = list(call.finditer(source))
+    if not found:
+        raise ValueError(f"{label}: the test cell calls no check({label!r}, ...)")
+    for match in reversed(found):
+        end = _closing(source, match.start() + len("check"))
+        source = f"{source[:end]}, {graded(label)}{source[end:]}"
+    return IMPORT + source
+
+
+def _release_cells(cells: list, label: str) -> list:
+    """A release's cells of exercise ``label``: from its ``**Exercise N.M.**``
+    statement to its last test cell (grade id ``label-test...``)."""
+    chapter, number = re.findall(r"\d+", label)
+    title = f"**Exercise {chapter}.{number}.**"
+    start = next((i for i, c in enumerate(cells) if title in c.source), None)
+    tests = [
+        i
+        for i, c in enumerate(cells)
+        if c.metadata.get("nbgrader", {}).get("grade_id", "").startswith(f"{label}-test")
+    ]
+    if start is None or not tests or tests[-1] < start:
+        raise ValueError(f"{label}: no {title} statement and test cell in the release")
+    return cells[start : tests[-1] + 1]
+
+
+def for_student(
+    release: nbformat.NotebookNode, student: str, secret: str
+) -> tuple[nbformat.NotebookNode, dict[str, dict[str, int]]]:
+    """A per-student source's release (a new notebook) with ``student``'s numbers
+    in each varied exercise's statement and check call, and the numbers drawn.
+
+    Only the statement and the test cells are in a release (the solution is not),
+    so the statement's passages must change and the check call's
+    ``**graded_numbers(label)`` becomes the student's keywords.
+
+    Raises:
+        ValueError: a varied exercise's statement lacks its passages, or its test
+            cell lacks ``graded_numbers`` (the release is not a per-student one).
+    """
+    from nbgrader.utils import compute_checksum
+
+    release = nbformat.from_dict(release)
+    drawn: dict[str, dict[str, int]] = {}
+    text = "\n".join(cell.source for cell in release.cells)
+    for label, spec in VARIANTS.items():
+        if graded(label) not in text:
+            continue
+        chosen = student_numbers(label, student, secret)
+        cells = _release_cells(release.cells, label)
+        keywords = ", ".join(f"{name}={value}" for name, value in chosen.items())
+        changed = set()
+        for old, new in [*spec.edits(chosen), (graded(label), keywords)]:
+            for cell in cells:
+                if old in cell.source:
+                    cell.source = cell.source.replace(old, new)
+                    changed.add(cell.cell_type)
+        if changed != {"markdown", "code"}:
+            raise ValueError(
+                f"{label}: the release's statement or check call lacks the passages "
+                "tools/variants.py replaces; update its edits"
+            )
+        for cell in cells:
+            cell.source = cell.source.replace(IMPORT, "")
+            meta = cell.metadata.get("nbgrader", {})
+            if "checksum" in meta:
+                meta["checksum"] = compute_checksum(cell)
+        drawn[label] = chosen
+    return release, drawn
