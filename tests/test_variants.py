@@ -26,18 +26,24 @@ from relpos.book.exercises import ExerciseError, check  # noqa: E402
 NOTEBOOKS = {
     "ch3-ex2": ROOT / "book" / "03_table.ipynb",
     "ch6-ex1": ROOT / "book" / "06_long_sequences.ipynb",
+    "ch6-ex2": ROOT / "book" / "06_long_sequences.ipynb",
     "ch6-ex3": ROOT / "book" / "06_long_sequences.ipynb",
+    "ch13-ex2": ROOT / "book" / "13_distances_that_grow.ipynb",
 }
 # The book's answers (tests/test_exercises.py), which no variant may accept.
 BOOK_ANSWERS = {
     "ch3-ex2": (3344,),
     "ch6-ex1": (380_628, 381_501),
+    "ch6-ex2": (132,),
     "ch6-ex3": (0.5649,),
+    "ch13-ex2": (16.0**-15, 16.0**-14),
 }
 BOOK_NUMBERS = {
     "ch3-ex2": {"gib": 16},
     "ch6-ex1": {"n": 1000, "k": 128},
+    "ch6-ex2": {"buckets": 256, "max_position": 512},
     "ch6-ex3": {"n": 2048},
+    "ch13-ex2": {"n": 32},
 }
 
 

@@ -421,7 +421,7 @@ def roster(course: Path, students: Path | None = None) -> list[str]:
     """
     if students is not None:
         lines = students.read_text().splitlines()
-        ids = [line.split("#")[0].strip() for line in lines if line.split("#")[0].strip()]
+        ids = [kept for line in lines if (kept := line.split("#")[0].strip())]
     else:
         from nbgrader.api import Gradebook
 

@@ -65,6 +65,26 @@ def _ch6_ex1(p: dict[str, int]) -> Edits:
     ]
 
 
+def _ch6_ex2(p: dict[str, int]) -> Edits:
+    b, m = p["buckets"], p["max_position"]
+    return [
+        (
+            "With the v3 settings the exact region ends at $|r| = 128$, yet "
+            "`log_bucket_position(129)` is\nstill 129.",
+            f"With {b} buckets and distances up to {m} "
+            f"(`log_bucket_position(r, {b}, {m})`),\nthe exact region ends at "
+            f"$|r| = {b // 2}$.",
+        ),
+        ("explain why it is not 129.", f"explain why it is not {b // 2 + 1}."),
+        ("r = torch.arange(1, 512)\n", f"r = torch.arange(1, {m})\n"),
+        ("log_bucket_position(r, 256, 512)", f"log_bucket_position(r, {b}, {m})"),
+        (
+            'check("ch6-ex2", first)',
+            f'check("ch6-ex2", first, buckets={b}, max_position={m})',
+        ),
+    ]
+
+
 def _ch6_ex3(p: dict[str, int]) -> Edits:
     n = p["n"]
     return [
@@ -74,10 +94,28 @@ def _ch6_ex3(p: dict[str, int]) -> Edits:
     ]
 
 
+def _ch13_ex2(p: dict[str, int]) -> Edits:
+    n = p["n"]
+    return [
+        ("On `copy` at $n = 32$", f"On `copy` at $n = {n}$"),
+        ("A, n = 16, 32\n", f"A, n = 16, {n}\n"),
+        (
+            "# one PAD, 15 data tokens, SEP, 15 answer slots",
+            "# (a PAD when n is even), m data tokens, SEP, m answer slots",
+        ),
+        (
+            'check("ch13-ex2", chance, bound)',
+            f'check("ch13-ex2", chance, bound, n={n})',
+        ),
+    ]
+
+
 VARIANTS: dict[str, Variant] = {
     "ch3-ex2": Variant(_ch3_ex2),
     "ch6-ex1": Variant(_ch6_ex1),
+    "ch6-ex2": Variant(_ch6_ex2),
     "ch6-ex3": Variant(_ch6_ex3),
+    "ch13-ex2": Variant(_ch13_ex2),
 }
 
 
@@ -202,11 +240,8 @@ def _release_cells(cells: list, label: str) -> list:
     chapter, number = re.findall(r"\d+", label)
     title = f"**Exercise {chapter}.{number}.**"
     start = next((i for i, c in enumerate(cells) if title in c.source), None)
-    tests = [
-        i
-        for i, c in enumerate(cells)
-        if c.metadata.get("nbgrader", {}).get("grade_id", "").startswith(f"{label}-test")
-    ]
+    ids = [c.metadata.get("nbgrader", {}).get("grade_id", "") for c in cells]
+    tests = [i for i, gid in enumerate(ids) if gid.startswith(f"{label}-test")]
     if start is None or not tests or tests[-1] < start:
         raise ValueError(f"{label}: no {title} statement and test cell in the release")
     return cells[start : tests[-1] + 1]

@@ -40,7 +40,10 @@ CHOICES: dict[str, dict[str, tuple[int, ...]]] = {
         "n": _but(range(500, 2001, 50), 1000),
         "k": (32, 64, 96, 192, 256, 384),
     },
+    "ch6-ex2": {"buckets": (64, 128, 192), "max_position": (256, 1024, 2048)},
     "ch6-ex3": {"n": _but(range(1024, 4097, 128), 2048)},
+    # n = 31 and 32 both hold the book's m = 15 answer slots
+    "ch13-ex2": {"n": tuple(n for n in range(12, 65) if (n - 1) // 2 != 15)},
 }
 
 
