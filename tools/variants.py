@@ -40,6 +40,60 @@ class Variant:
     edits: Callable[[dict[str, int]], Edits]
 
 
+def _ch1_ex2(p: dict[str, int]) -> Edits:
+    n, k = p["n"], p["k"]
+    return [
+        ("for $n = 7$", f"for $n = {n}$"),
+        ("`relpos.relative_positions(7)`", f"`relpos.relative_positions({n})`"),
+        ("table rows for $k = 4$", f"table rows for $k = {k}$"),
+        (
+            "`relpos.relative_position_index(7, max_relative_positions=4)`",
+            f"`relpos.relative_position_index({n}, max_relative_positions={k})`",
+        ),
+        ("positions = torch.arange(7)", f"positions = torch.arange({n})"),
+        ("-relpos.relative_positions(7))", f"-relpos.relative_positions({n}))"),
+        ("relpos.delta(-t, 4)", f"relpos.delta(-t, {k})"),
+        (
+            'check("ch1-ex2", rows_from_t)',
+            f'check("ch1-ex2", rows_from_t, n={n}, k={k})',
+        ),
+    ]
+
+
+def _ch2_ex1(p: dict[str, int]) -> Edits:
+    k = p["k"]
+    asked = ", ".join(str(r) for r in (-k - 88, -k, -k + 1, 0, k - 1, k, k + 88))
+    return [
+        (
+            "With DeBERTa's $k = 512$, which rows do the distances "
+            "$-600, -512, -511, 0, 511, 512, 600$",
+            f"With a span of $k = {k}$, which rows do the distances\n${asked}$",
+        ),
+        (
+            "distances = [-600, -512, -511, 0, 511, 512, 600]",
+            f"distances = [{asked}]",
+        ),
+        ("relpos.delta(r_value, 512)", f"relpos.delta(r_value, {k})"),
+        ('check("ch2-ex1", rows)', f'check("ch2-ex1", rows, k={k})'),
+    ]
+
+
+def _ch2_ex3(p: dict[str, int]) -> Edits:
+    k = p["k"]
+    return [
+        ("$\\delta'$ uses for $k = 4$.", f"$\\delta'$ uses for $k = {k}$."),
+        (
+            "rows_used = delta_symmetric(r, 4).unique().numel()",
+            f"rows_used = delta_symmetric(r, {k}).unique().numel()",
+        ),
+        (
+            'check("ch2-ex3", delta_symmetric, rows_used)',
+            f'check("ch2-ex3", delta_symmetric, rows_used, k={k})',
+        ),
+        ("9 for $k = 4$", f"{2 * k + 1} for $k = {k}$"),
+    ]
+
+
 def _ch3_ex2(p: dict[str, int]) -> Edits:
     gib = p["gib"]
     return [
@@ -111,6 +165,9 @@ def _ch13_ex2(p: dict[str, int]) -> Edits:
 
 
 VARIANTS: dict[str, Variant] = {
+    "ch1-ex2": Variant(_ch1_ex2),
+    "ch2-ex1": Variant(_ch2_ex1),
+    "ch2-ex3": Variant(_ch2_ex3),
     "ch3-ex2": Variant(_ch3_ex2),
     "ch6-ex1": Variant(_ch6_ex1),
     "ch6-ex2": Variant(_ch6_ex2),

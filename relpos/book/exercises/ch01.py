@@ -48,16 +48,17 @@ def distance_matrix(answer: Callable[[int], Any]) -> str:
 
 
 @exercise("ch1-ex2")
-def rows_from_key_minus_query(answer: Any) -> str:
-    """The book's table rows for ``n = 7``, ``k = 4``, from a ``j - i`` matrix.
+def rows_from_key_minus_query(answer: Any, *, n: int = 7, k: int = 4) -> str:
+    """The book's table rows for ``n`` tokens and span ``k`` (the book: 7 and 4),
+    from a ``j - i`` matrix.
 
     Shapes:
-        answer: ``(7, 7)``
+        answer: ``(n, n)``
     """
-    got = as_tensor(answer, "a (7, 7) tensor of table rows")
-    expected = relative_position_index(7, max_relative_positions=4)
-    if tuple(got.shape) != (7, 7):
-        fail(f"the rows should have shape (7, 7), got {tuple(got.shape)}")
+    got = as_tensor(answer, f"a ({n}, {n}) tensor of table rows")
+    expected = relative_position_index(n, max_relative_positions=k)
+    if tuple(got.shape) != (n, n):
+        fail(f"the rows should have shape ({n}, {n}), got {tuple(got.shape)}")
     if torch.equal(got.long(), expected.T):
         fail(
             "you clipped and shifted j - i as it is, so every pair reads the row "
@@ -65,7 +66,9 @@ def rows_from_key_minus_query(answer: Any) -> str:
         )
     if not torch.equal(got.long(), expected):
         i, j = (got.long() != expected).nonzero()[0].tolist()
-        fail(f"pair ({i}, {j}) should read row delta(i - j, 4), not {int(got[i, j])}")
+        fail(
+            f"pair ({i}, {j}) should read row delta(i - j, {k}), not {int(got[i, j])}"
+        )
     return "the T5-style matrix, negated, gives the book's rows."
 
 

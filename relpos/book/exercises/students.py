@@ -35,6 +35,9 @@ def _but(values: range | tuple[int, ...], book: int) -> tuple[int, ...]:
 
 # label -> keyword -> the values a variant draws from (the book's value excluded).
 CHOICES: dict[str, dict[str, tuple[int, ...]]] = {
+    "ch1-ex2": {"n": (8, 9, 10, 11, 12), "k": (2, 3, 5)},
+    "ch2-ex1": {"k": (96, 128, 160, 192, 256, 320, 384, 448, 640, 768, 1024)},
+    "ch2-ex3": {"k": _but(range(2, 13), 4)},
     "ch3-ex2": {"gib": _but(range(4, 97, 4), 16)},
     "ch6-ex1": {
         "n": _but(range(500, 2001, 50), 1000),
