@@ -15,6 +15,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -26,16 +27,29 @@ from relpos.book.exercises import ExerciseError, check  # noqa: E402
 
 NOTEBOOKS = {
     "ch1-ex2": ROOT / "book" / "01_absolute_to_relative.ipynb",
+    "ch1-ex3": ROOT / "book" / "01_absolute_to_relative.ipynb",
     "ch2-ex1": ROOT / "book" / "02_delta.ipynb",
     "ch2-ex3": ROOT / "book" / "02_delta.ipynb",
     "ch3-ex2": ROOT / "book" / "03_table.ipynb",
+    "ch5-ex2": ROOT / "book" / "05_efficient_attention.ipynb",
     "ch6-ex1": ROOT / "book" / "06_long_sequences.ipynb",
     "ch6-ex2": ROOT / "book" / "06_long_sequences.ipynb",
     "ch6-ex3": ROOT / "book" / "06_long_sequences.ipynb",
     "ch13-ex2": ROOT / "book" / "13_distances_that_grow.ipynb",
 }
+sys.path.insert(0, str(ROOT / "tests"))
+from test_exercises import (  # noqa: E402
+    relative_scores,
+    score_mod_inputs,
+    score_mod_scores,
+)
+
+# What a check takes from the chapter besides the numbers (tensors).
+GIVEN = {"ch1-ex3": {"scores": relative_scores()}, "ch5-ex2": score_mod_inputs()}
 # The book's answers (tests/test_exercises.py), which no variant may accept.
 BOOK_ANSWERS = {
+    "ch1-ex3": (relative_scores().diagonal(-2), relpos.delta(2, 16)),
+    "ch5-ex2": (score_mod_scores(torch.finfo(torch.float64).min),),
     "ch1-ex2": (relpos.relative_position_index(7, max_relative_positions=4),),
     "ch2-ex1": ([0, 0, 1, 512, 1023, 1023, 1023],),
     "ch2-ex3": (lambda r, k: r.clamp(-k, k) + k, 9),
@@ -46,6 +60,8 @@ BOOK_ANSWERS = {
     "ch13-ex2": (16.0**-15, 16.0**-14),
 }
 BOOK_NUMBERS = {
+    "ch1-ex3": {"behind": 2},
+    "ch5-ex2": {"n": 5, "k": 2, "d": 3, "masked": 2},
     "ch1-ex2": {"n": 7, "k": 4},
     "ch2-ex1": {"k": 512},
     "ch2-ex3": {"k": 4},
@@ -121,10 +137,12 @@ def test_two_variants_differ():
 
 @pytest.mark.parametrize("label", sorted(BOOK_ANSWERS))
 def test_the_books_answer_fails_a_variants_check(label, capsys):
-    check(label, *BOOK_ANSWERS[label], **BOOK_NUMBERS[label])  # the book's own
+    given = GIVEN.get(label, {})
+    check(label, *BOOK_ANSWERS[label], **BOOK_NUMBERS[label], **given)  # the book's
     for variant in (1, 2, 3):
+        drawn = variants.numbers(label, variant)
         with pytest.raises(ExerciseError, match=f"^{label}: not yet"):
-            check(label, *BOOK_ANSWERS[label], **variants.numbers(label, variant))
+            check(label, *BOOK_ANSWERS[label], **drawn, **given)
 
 
 def test_a_changed_statement_stops_the_build():

@@ -60,6 +60,27 @@ def _ch1_ex2(p: dict[str, int]) -> Edits:
     ]
 
 
+def _ch1_ex3(p: dict[str, int]) -> Edits:
+    m = p["behind"]
+    return [
+        ("{exercise} Two tokens behind", f"{{exercise}} {m} tokens behind"),
+        (
+            "every pair whose key is\ntwo tokens **behind** its query",
+            f"every pair whose key is\n{m} tokens **behind** its query",
+        ),
+        (
+            "relative.diagonal(offset=-2)  # the entries (i, i - 2): i - j = +2",
+            f"relative.diagonal(offset=-{m})  # the entries (i, i - {m}): "
+            f"i - j = +{m}",
+        ),
+        ("relpos.delta(+2, k)", f"relpos.delta(+{m}, k)"),
+        (
+            'check("ch1-ex3", behind2, row, scores=relative)',
+            f'check("ch1-ex3", behind2, row, scores=relative, behind={m})',
+        ),
+    ]
+
+
 def _ch2_ex1(p: dict[str, int]) -> Edits:
     k = p["k"]
     asked = ", ".join(str(r) for r in (-k - 88, -k, -k + 1, 0, k - 1, k, k + 88))
@@ -100,6 +121,31 @@ def _ch3_ex2(p: dict[str, int]) -> Edits:
         ("16 GiB", f"{gib} GiB"),
         ("budget = 16 * 2**30", f"budget = {gib} * 2**30"),
         ('check("ch3-ex2", n_longest)', f'check("ch3-ex2", n_longest, gib={gib})'),
+    ]
+
+
+def _ch5_ex2(p: dict[str, int]) -> Edits:
+    n, k, d, masked = p["n"], p["k"], p["d"], p["masked"]
+    mask = ", ".join(str(j < n - masked) for j in range(n))
+    return [
+        (
+            "a key mask that hides the last two of five\nkeys ($k = 2$, $d = 3$)",
+            f"a key mask that hides the last {masked} of {n}\nkeys "
+            f"($k = {k}$, $d = {d}$)",
+        ),
+        ("Rebuild the $(5, 5)$ scores", f"Rebuild the $({n}, {n})$ scores"),
+        ("n, k = 5, 2\n", f"n, k = {n}, {k}\n"),
+        ("torch.randn(1, 1, n, 3,", f"torch.randn(1, 1, n, {d},"),
+        ("torch.randn(1, 2 * k, 3,", f"torch.randn(1, 2 * k, {d},"),
+        (
+            "torch.tensor([[True, True, True, False, False]])",
+            f"torch.tensor([[{mask}]])",
+        ),
+        (
+            'check("ch5-ex2", scores, query=query, pos_key=pos_key, key_mask=key_mask)',
+            f'check("ch5-ex2", scores, query=query, pos_key=pos_key, '
+            f"key_mask=key_mask,\n      n={n}, k={k}, d={d}, masked={masked})",
+        ),
     ]
 
 
@@ -166,9 +212,11 @@ def _ch13_ex2(p: dict[str, int]) -> Edits:
 
 VARIANTS: dict[str, Variant] = {
     "ch1-ex2": Variant(_ch1_ex2),
+    "ch1-ex3": Variant(_ch1_ex3),
     "ch2-ex1": Variant(_ch2_ex1),
     "ch2-ex3": Variant(_ch2_ex3),
     "ch3-ex2": Variant(_ch3_ex2),
+    "ch5-ex2": Variant(_ch5_ex2),
     "ch6-ex1": Variant(_ch6_ex1),
     "ch6-ex2": Variant(_ch6_ex2),
     "ch6-ex3": Variant(_ch6_ex3),

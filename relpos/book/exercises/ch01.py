@@ -72,33 +72,48 @@ def rows_from_key_minus_query(answer: Any, *, n: int = 7, k: int = 4) -> str:
     return "the T5-style matrix, negated, gives the book's rows."
 
 
+_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight")
+
+
+def _tokens(m: int) -> str:
+    """``"two tokens"`` for 2, ``"one token"`` for 1, ``"11 tokens"`` for 11."""
+    word = _WORDS[m] if 0 <= m < len(_WORDS) else str(m)
+    return f"{word} token{'s' if m != 1 else ''}"
+
+
 @exercise("ch1-ex3")
-def two_behind(values: Any, row: Any, *, scores: torch.Tensor, k: int = 16) -> str:
-    """The relative scores of every pair whose key is two tokens behind, and their row.
+def two_behind(
+    values: Any, row: Any, *, scores: torch.Tensor, k: int = 16, behind: int = 2
+) -> str:
+    """The relative scores of every pair whose key is ``behind`` tokens behind (the
+    book: two), and their row.
 
     Shapes:
-        values: ``(n - 2,)``; row: an int; scores: ``(n, n)``
+        values: ``(n - behind,)``; row: an int; scores: ``(n, n)``
     """
-    scores = as_tensor(scores, "the (n, n) score matrix")
+    scores, m = as_tensor(scores, "the (n, n) score matrix"), behind
     got = as_tensor(values, "a tensor of scores").double().flatten()
-    behind, ahead = scores.diagonal(offset=-2), scores.diagonal(offset=2)
-    if close(got, ahead.double()) and not close(got, behind.double()):
+    below, above = scores.diagonal(offset=-m), scores.diagonal(offset=m)
+    if close(got, above.double()) and not close(got, below.double()):
         fail(
-            "those are the pairs whose key is two tokens ahead (j = i + 2, "
-            "i - j = -2). "
-            "Behind means j = i - 2: the diagonal below the main one, offset=-2"
+            f"those are the pairs whose key is {_tokens(m)} ahead (j = i + {m}, "
+            f"i - j = -{m}). "
+            f"Behind means j = i - {m}: a diagonal below the main one, offset=-{m}"
         )
-    if not close(got, behind.double()):
+    if not close(got, below.double()):
         fail(
-            f"expected the {len(behind)} entries (i, i - 2) for i = 2 ... "
+            f"expected the {len(below)} entries (i, i - {m}) for i = {m} ... "
             f"{scores.shape[0] - 1}, read along one diagonal of scores"
         )
     number = as_number(row, "the table row, an int")
-    if number == delta(-2, k):
+    if number == delta(-m, k):
         fail(
-            f"row {int(number)} is the row of distance -2 (a key ahead); "
-            "here i - j = +2"
+            f"row {int(number)} is the row of distance -{m} (a key ahead); "
+            f"here i - j = +{m}"
         )
-    if number != delta(2, k):
-        fail(f"row {number:g} is not delta(+2) for k = {k}: clip, then add k")
-    return f"all {len(behind)} pairs two behind read row {delta(2, k)} and score alike."
+    if number != delta(m, k):
+        fail(f"row {number:g} is not delta(+{m}) for k = {k}: clip, then add k")
+    return (
+        f"all {len(below)} pairs {_tokens(m)} behind read row {delta(m, k)} and "
+        "score alike."
+    )

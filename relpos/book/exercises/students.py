@@ -36,9 +36,11 @@ def _but(values: range | tuple[int, ...], book: int) -> tuple[int, ...]:
 # label -> keyword -> the values a variant draws from (the book's value excluded).
 CHOICES: dict[str, dict[str, tuple[int, ...]]] = {
     "ch1-ex2": {"n": (8, 9, 10, 11, 12), "k": (2, 3, 5)},
+    "ch1-ex3": {"behind": tuple(range(3, 12))},
     "ch2-ex1": {"k": (96, 128, 160, 192, 256, 320, 384, 448, 640, 768, 1024)},
     "ch2-ex3": {"k": _but(range(2, 13), 4)},
     "ch3-ex2": {"gib": _but(range(4, 97, 4), 16)},
+    "ch5-ex2": {"n": (4, 6, 7, 8), "k": (1, 3, 4), "d": (2, 4, 5), "masked": (1, 3)},
     "ch6-ex1": {
         "n": _but(range(500, 2001, 50), 1000),
         "k": (32, 64, 96, 192, 256, 384),
