@@ -9,6 +9,7 @@ solutions pass its own checks when the problem sets run.
 
 from __future__ import annotations
 
+import math
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -31,6 +32,7 @@ NOTEBOOKS = {
     "ch2-ex1": ROOT / "book" / "02_delta.ipynb",
     "ch2-ex3": ROOT / "book" / "02_delta.ipynb",
     "ch3-ex2": ROOT / "book" / "03_table.ipynb",
+    "ch3-ex3": ROOT / "book" / "03_table.ipynb",
     "ch5-ex2": ROOT / "book" / "05_efficient_attention.ipynb",
     "ch6-ex1": ROOT / "book" / "06_long_sequences.ipynb",
     "ch6-ex2": ROOT / "book" / "06_long_sequences.ipynb",
@@ -49,6 +51,7 @@ GIVEN = {"ch1-ex3": {"scores": relative_scores()}, "ch5-ex2": score_mod_inputs()
 # The book's answers (tests/test_exercises.py), which no variant may accept.
 BOOK_ANSWERS = {
     "ch1-ex3": (relative_scores().diagonal(-2), relpos.delta(2, 16)),
+    "ch3-ex3": (math.sqrt(384),),
     "ch5-ex2": (score_mod_scores(torch.finfo(torch.float64).min),),
     "ch1-ex2": (relpos.relative_position_index(7, max_relative_positions=4),),
     "ch2-ex1": ([0, 0, 1, 512, 1023, 1023, 1023],),
@@ -61,6 +64,7 @@ BOOK_ANSWERS = {
 }
 BOOK_NUMBERS = {
     "ch1-ex3": {"behind": 2},
+    "ch3-ex3": {"hidden": 768},
     "ch5-ex2": {"n": 5, "k": 2, "d": 3, "masked": 2},
     "ch1-ex2": {"n": 7, "k": 4},
     "ch2-ex1": {"k": 512},

@@ -149,6 +149,23 @@ def _ch5_ex2(p: dict[str, int]) -> Edits:
     ]
 
 
+def _ch3_ex3(p: dict[str, int]) -> Edits:
+    h = p["hidden"]
+    table = f'relpos.RelativePositionEmbedding(k, {h}, init="sinusoidal")'
+    return [
+        (
+            "Every sinusoidal row has the same norm: give it as `row_norm`.",
+            f"Every row of a sinusoidal table of hidden size {h}\n(`{table}`) has "
+            "the same norm: give it as `row_norm`.",
+        ),
+        (
+            "norms = sinusoidal_weight.double().norm(dim=-1)",
+            f"norms = {table}.weight.detach().double().norm(dim=-1)",
+        ),
+        ('check("ch3-ex3", row_norm)', f'check("ch3-ex3", row_norm, hidden={h})'),
+    ]
+
+
 def _ch6_ex1(p: dict[str, int]) -> Edits:
     n, k = p["n"], p["k"]
     return [
@@ -216,6 +233,7 @@ VARIANTS: dict[str, Variant] = {
     "ch2-ex1": Variant(_ch2_ex1),
     "ch2-ex3": Variant(_ch2_ex3),
     "ch3-ex2": Variant(_ch3_ex2),
+    "ch3-ex3": Variant(_ch3_ex3),
     "ch5-ex2": Variant(_ch5_ex2),
     "ch6-ex1": Variant(_ch6_ex1),
     "ch6-ex2": Variant(_ch6_ex2),
