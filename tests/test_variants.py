@@ -199,7 +199,11 @@ def test_each_variant_passes_its_own_checks(variant, executed):
         keywords = ", ".join(
             f"{k}={v}" for k, v in variants.numbers(label, variant).items()
         )
-        cell = next(c for c in notebook.cells if f'check("{label}", ' in c.source)
+        cell = next(
+            c
+            for c in notebook.cells
+            if c.cell_type == "code" and f'check("{label}", ' in c.source
+        )
         assert f"{keywords})" in cell.source, cell.source
         printed = "".join(output.get("text", "") for output in cell.outputs)
         assert f"{label}: correct." in printed, printed

@@ -1,7 +1,7 @@
 """Write the graded assignments: an nbgrader course, one assignment per chapter.
 
 Usage: .venv/bin/python tools/assignments.py [COURSE] [--book DIR] [--variant N]
-       [--first-session DATETIME]
+       [--first-session DATETIME] [--per-student [--students FILE]]
 (default COURSE: _build/course; default DIR: book; variant 0, the book's numbers;
 DATETIME as 2026-09-14T10:00+02:00, the first session's start with its UTC offset)
 
@@ -27,6 +27,17 @@ script writes it, with nbgrader's cell metadata, to ``COURSE/source/chNN/chNN.ip
 
 ``--variant N`` changes the numbers of the exercises of tools/variants.py (a seed
 per variant), so that a past year's answers fail this year's checks.
+
+``--per-student`` gives each student numbers of their own instead. The source keeps
+the book's numbers, and each varied exercise's check calls ``graded_numbers(label)``
+(relpos/book/exercises/students.py): when nbgrader autogrades, it reads the
+student's ID from the folder the submission runs in (``autograded/STUDENT/chNN``)
+and draws that student's numbers from the course's secret (``$RELPOS_COURSE_SECRET``
+or ``~/.config/relpos/course-secret``, kept out of the repository). After nbgrader's
+release, each student of ``--students FILE`` (one ID a line), or of the gradebook,
+gets ``COURSE/release_students/STUDENT/chNN/chNN.ipynb``: the release with that
+student's numbers in the statements and check calls. Hand those out, not
+``release/``; grading needs the same secret in the environment.
 
 It writes ``COURSE/nbgrader_config.py`` (tools/course_config.py: the late
 penalty, the collection of files downloaded from a learning management system)
