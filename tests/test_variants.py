@@ -9,35 +9,71 @@ solutions pass its own checks when the problem sets run.
 
 from __future__ import annotations
 
+import math
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
 import variants  # noqa: E402
 
+import relpos  # noqa: E402
 from relpos.book.exercises import ExerciseError, check  # noqa: E402
 
 NOTEBOOKS = {
+    "ch1-ex2": ROOT / "book" / "01_absolute_to_relative.ipynb",
+    "ch1-ex3": ROOT / "book" / "01_absolute_to_relative.ipynb",
+    "ch2-ex1": ROOT / "book" / "02_delta.ipynb",
+    "ch2-ex3": ROOT / "book" / "02_delta.ipynb",
     "ch3-ex2": ROOT / "book" / "03_table.ipynb",
+    "ch3-ex3": ROOT / "book" / "03_table.ipynb",
+    "ch5-ex2": ROOT / "book" / "05_efficient_attention.ipynb",
     "ch6-ex1": ROOT / "book" / "06_long_sequences.ipynb",
+    "ch6-ex2": ROOT / "book" / "06_long_sequences.ipynb",
     "ch6-ex3": ROOT / "book" / "06_long_sequences.ipynb",
+    "ch13-ex2": ROOT / "book" / "13_distances_that_grow.ipynb",
 }
+sys.path.insert(0, str(ROOT / "tests"))
+from test_exercises import (  # noqa: E402
+    relative_scores,
+    score_mod_inputs,
+    score_mod_scores,
+)
+
+# What a check takes from the chapter besides the numbers (tensors).
+GIVEN = {"ch1-ex3": {"scores": relative_scores()}, "ch5-ex2": score_mod_inputs()}
 # The book's answers (tests/test_exercises.py), which no variant may accept.
 BOOK_ANSWERS = {
+    "ch1-ex3": (relative_scores().diagonal(-2), relpos.delta(2, 16)),
+    "ch3-ex3": (math.sqrt(384),),
+    "ch5-ex2": (score_mod_scores(torch.finfo(torch.float64).min),),
+    "ch1-ex2": (relpos.relative_position_index(7, max_relative_positions=4),),
+    "ch2-ex1": ([0, 0, 1, 512, 1023, 1023, 1023],),
+    "ch2-ex3": (lambda r, k: r.clamp(-k, k) + k, 9),
     "ch3-ex2": (3344,),
     "ch6-ex1": (380_628, 381_501),
+    "ch6-ex2": (132,),
     "ch6-ex3": (0.5649,),
+    "ch13-ex2": (16.0**-15, 16.0**-14),
 }
 BOOK_NUMBERS = {
+    "ch1-ex3": {"behind": 2},
+    "ch3-ex3": {"hidden": 768},
+    "ch5-ex2": {"n": 5, "k": 2, "d": 3, "masked": 2},
+    "ch1-ex2": {"n": 7, "k": 4},
+    "ch2-ex1": {"k": 512},
+    "ch2-ex3": {"k": 4},
     "ch3-ex2": {"gib": 16},
     "ch6-ex1": {"n": 1000, "k": 128},
+    "ch6-ex2": {"buckets": 256, "max_position": 512},
     "ch6-ex3": {"n": 2048},
+    "ch13-ex2": {"n": 32},
 }
 
 
@@ -53,7 +89,7 @@ def test_a_variant_never_draws_the_books_numbers(variant):
         assert set(drawn) == set(book)
         for name, value in drawn.items():
             assert value != book[name]
-            assert value in variants.VARIANTS[label].choices[name]
+            assert value in variants.CHOICES[label][name]
 
 
 def test_variant_zero_is_the_book_and_bad_variants_are_refused():
@@ -81,7 +117,8 @@ def test_statement_solution_and_check_get_the_same_numbers(variant):
         labels = sorted(label for label, where in NOTEBOOKS.items() if where == path)
         assert sorted(drawn) == labels
         for label in labels:
-            statement, *_, call_cell, end = exercise_text(varied, label)
+            statement, *rest = exercise_text(varied, label)
+            call_cell = next(text for text in rest if f'check("{label}"' in text)
             keywords = ", ".join(f"{k}={v}" for k, v in drawn[label].items())
             assert f'check("{label}", ' in call_cell and f"{keywords})" in call_cell
             for value in drawn[label].values():
@@ -104,10 +141,12 @@ def test_two_variants_differ():
 
 @pytest.mark.parametrize("label", sorted(BOOK_ANSWERS))
 def test_the_books_answer_fails_a_variants_check(label, capsys):
-    check(label, *BOOK_ANSWERS[label], **BOOK_NUMBERS[label])  # the book's own
+    given = GIVEN.get(label, {})
+    check(label, *BOOK_ANSWERS[label], **BOOK_NUMBERS[label], **given)  # the book's
     for variant in (1, 2, 3):
+        drawn = variants.numbers(label, variant)
         with pytest.raises(ExerciseError, match=f"^{label}: not yet"):
-            check(label, *BOOK_ANSWERS[label], **variants.numbers(label, variant))
+            check(label, *BOOK_ANSWERS[label], **drawn, **given)
 
 
 def test_a_changed_statement_stops_the_build():
@@ -160,7 +199,11 @@ def test_each_variant_passes_its_own_checks(variant, executed):
         keywords = ", ".join(
             f"{k}={v}" for k, v in variants.numbers(label, variant).items()
         )
-        cell = next(c for c in notebook.cells if f'check("{label}", ' in c.source)
+        cell = next(
+            c
+            for c in notebook.cells
+            if c.cell_type == "code" and f'check("{label}", ' in c.source
+        )
         assert f"{keywords})" in cell.source, cell.source
         printed = "".join(output.get("text", "") for output in cell.outputs)
         assert f"{label}: correct." in printed, printed

@@ -1,7 +1,7 @@
 """Write the graded assignments: an nbgrader course, one assignment per chapter.
 
 Usage: .venv/bin/python tools/assignments.py [COURSE] [--book DIR] [--variant N]
-       [--first-session DATETIME]
+       [--first-session DATETIME] [--per-student [--students FILE]]
 (default COURSE: _build/course; default DIR: book; variant 0, the book's numbers;
 DATETIME as 2026-09-14T10:00+02:00, the first session's start with its UTC offset)
 
@@ -27,6 +27,17 @@ script writes it, with nbgrader's cell metadata, to ``COURSE/source/chNN/chNN.ip
 
 ``--variant N`` changes the numbers of the exercises of tools/variants.py (a seed
 per variant), so that a past year's answers fail this year's checks.
+
+``--per-student`` gives each student numbers of their own instead. The source keeps
+the book's numbers, and each varied exercise's check calls ``graded_numbers(label)``
+(relpos/book/exercises/students.py): when nbgrader autogrades, it reads the
+student's ID from the folder the submission runs in (``autograded/STUDENT/chNN``)
+and draws that student's numbers from the course's secret (``$RELPOS_COURSE_SECRET``
+or ``~/.config/relpos/course-secret``, kept out of the repository). After nbgrader's
+release, each student of ``--students FILE`` (one ID a line), or of the gradebook,
+gets ``COURSE/release_students/STUDENT/chNN/chNN.ipynb``: the release with that
+student's numbers in the statements and check calls. Hand those out, not
+``release/``; grading needs the same secret in the environment.
 
 It writes ``COURSE/nbgrader_config.py`` (tools/course_config.py: the late
 penalty, the collection of files downloaded from a learning management system)
@@ -70,9 +81,10 @@ sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
 import course_plan  # noqa: E402  (the plan's points and due dates)
 from course_config import config_text, due_dates, parse_first_session  # noqa: E402
-from variants import vary  # noqa: E402
+from variants import VARIANTS, for_student, vary, with_graded_numbers  # noqa: E402
 
 from relpos.book.exercises.grading import grading  # noqa: E402
+from relpos.book.exercises.students import check_student, course_secret  # noqa: E402
 
 CHAPTERS = "[0-9][0-9]_*.ipynb"
 _LABEL = re.compile(r"ch\d+-ex\d+")
@@ -131,8 +143,11 @@ class _Exercise:
 class _Builder:
     """Turns a problem set's cells into an nbgrader source notebook, cell by cell."""
 
-    def __init__(self, citations: dict[str, str], plan: dict) -> None:
+    def __init__(
+        self, citations: dict[str, str], plan: dict, per_student: bool = False
+    ) -> None:
         self.citations = citations
+        self.per_student = per_student
         self.plan = plan
         self.asks = course_plan.written_asks(plan)
         self.cells: list[nbformat.NotebookNode] = []
@@ -192,6 +207,8 @@ class _Builder:
         self.cells.append(cell)
 
     def test(self, source: str) -> None:
+        if self.per_student and self.label in VARIANTS:
+            source = with_graded_numbers(source, self.label)
         if grading(self.label).hidden:
             visible = _CHECK.sub("answered(", source)
             source = (
@@ -238,6 +255,12 @@ def _wrapped(*paragraphs: str) -> nbformat.NotebookNode:
     )
 
 
+def _varies(notebook: nbformat.NotebookNode) -> bool:
+    """Whether any exercise of ``notebook`` has variants (tools/variants.py)."""
+    text = "\n".join(cell.source for cell in notebook.cells)
+    return any(f":label: {label}\n" in text for label in VARIANTS)
+
+
 def _title(notebook: nbformat.NotebookNode) -> str:
     for cell in notebook.cells:
         found = re.search(r"^#\s+(.+)$", cell.source, re.MULTILINE)
@@ -253,14 +276,18 @@ def assignment_notebook(
     plan: dict | None = None,
     variant: int = 0,
     due: datetime | None = None,
+    per_student: bool = False,
 ) -> nbformat.NotebookNode:
     """One chapter's problem set as an nbgrader source notebook (a new notebook),
     graded by ``plan`` (default: book/course/plan.yml), with the numbers of
     ``variant`` (tools/variants.py; 0: the book's) and, in its first cell, the
-    date ``due``."""
+    date ``due``. With ``per_student``, the varied exercises' checks draw each
+    student's numbers when graded (``graded_numbers``; the book's in source/)."""
+    if per_student and variant:
+        raise ValueError("variant must be 0 with per_student (each student's own)")
     varied, drawn = vary(notebook, variant)
     cells = problem_set(varied)
-    builder = _Builder(citations, plan or course_plan.load_plan())
+    builder = _Builder(citations, plan or course_plan.load_plan(), per_student)
     setup, imports, *rest = cells
     inside = False
     for cell in rest:
@@ -294,6 +321,12 @@ def assignment_notebook(
             if drawn
             else ""
         )
+        + (
+            " Some numbers in this problem set are your own, drawn for you: answer "
+            "the numbers asked here, not the book's."
+            if per_student and _varies(notebook)
+            else ""
+        )
     )
     builder.cells.insert(0, header)
     header.metadata = _meta("header", locked=True)
@@ -318,9 +351,11 @@ def write_source(
     book: Path = BOOK,
     variant: int = 0,
     dates: dict[str, datetime] | None = None,
+    per_student: bool = False,
 ) -> list[Path]:
-    """Every chapter's source notebook (in ``variant``) and nbgrader_config.py (with
-    ``dates``, the due dates, as comments); the notebooks written."""
+    """Every chapter's source notebook (in ``variant``, or drawing each student's
+    numbers with ``per_student``) and nbgrader_config.py (with ``dates``, the due
+    dates, as comments); the notebooks written."""
     course.mkdir(parents=True, exist_ok=True)
     plan = course_plan.load_plan()
     (course / "nbgrader_config.py").write_text(config_text(plan, dates))
@@ -336,6 +371,7 @@ def write_source(
                 plan,
                 variant,
                 (dates or {}).get(name),
+                per_student,
             )
         except ValueError as error:
             raise ValueError(f"{chapter.name}: {error}") from None
@@ -365,11 +401,14 @@ def write_course(
     book: Path = BOOK,
     variant: int = 0,
     first_session: datetime | None = None,
+    per_student: bool = False,
 ) -> list[Path]:
     """The source notebooks and, by nbgrader's generate_assignment, the release;
-    with ``first_session``, every assignment's due date in the gradebook."""
+    with ``first_session``, every assignment's due date in the gradebook; with
+    ``per_student``, checks that draw each student's numbers (then hand out
+    ``release_students``, not ``release``)."""
     dates = due_dates(first_session, course_plan.load_plan()) if first_session else None
-    sources = write_source(course, book, variant, dates)
+    sources = write_source(course, book, variant, dates, per_student)
     try:
         nbgrader(course, "generate_assignment", "*", "--force")
     except subprocess.CalledProcessError as error:
@@ -382,6 +421,48 @@ def write_course(
                 name = source.parent.name
                 book_.update_or_create_assignment(name, duedate=dates[name])
     return [course / "release" / s.parent.name / s.name for s in sources]
+
+
+def roster(course: Path, students: Path | None = None) -> list[str]:
+    """The student IDs: one per line of ``students`` (blank lines and ``#``
+    comments skipped), else the students of ``course``'s gradebook.
+
+    Raises:
+        ValueError: no student, or an ID a folder cannot be named after.
+    """
+    if students is not None:
+        lines = students.read_text().splitlines()
+        ids = [kept for line in lines if (kept := line.split("#")[0].strip())]
+    else:
+        from nbgrader.api import Gradebook
+
+        with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "relpos") as book_:
+            ids = [student.id for student in book_.students]
+    if not ids:
+        raise ValueError(
+            "students: no student IDs (give --students FILE, one ID a line, or add "
+            "the students to the gradebook: nbgrader db student add ID)"
+        )
+    return [check_student(i) for i in ids]
+
+
+def write_student_releases(
+    course: Path, students: list[str], secret: str | None = None
+) -> list[Path]:
+    """Each student's release of every problem set, with that student's numbers:
+    ``COURSE/release_students/STUDENT/chNN/chNN.ipynb``, from a per-student course's
+    ``release`` and the course's ``secret`` (default: ``course_secret()``)."""
+    secret = secret or course_secret()
+    written = []
+    for release in sorted((course / "release").glob("ch*/ch*.ipynb")):
+        notebook = nbformat.read(release, as_version=4)
+        for student in students:
+            mine, _ = for_student(notebook, student, secret)
+            target = course / "release_students" / student / release.parent.name
+            target.mkdir(parents=True, exist_ok=True)
+            nbformat.write(mine, target / release.name)
+            written.append(target / release.name)
+    return written
 
 
 def _variant(text: str) -> int:
@@ -421,9 +502,37 @@ def main(argv: list[str]) -> int:
         type=_argument(parse_first_session),
         help="the first session's start, as 2026-09-14T10:00+02:00: sets due dates",
     )
+    parser.add_argument(
+        "--per-student",
+        action="store_true",
+        help="each student's own numbers (needs $RELPOS_COURSE_SECRET): writes "
+        "release_students/STUDENT/ for the students of --students or the gradebook",
+    )
+    parser.add_argument(
+        "--students", type=Path, help="a file of student IDs, one a line"
+    )
     args = parser.parse_args(argv)
-    released = write_course(args.course, args.book, args.variant, args.first_session)
+    if args.per_student and args.variant:
+        parser.error("--per-student draws each student's numbers: leave out --variant")
+    if args.per_student:
+        try:
+            course_secret()
+        except ValueError as error:
+            parser.error(str(error))
+    released = write_course(
+        args.course, args.book, args.variant, args.first_session, args.per_student
+    )
     print(f"assignments: {len(released)} problem sets in {args.course / 'release'}")
+    if args.per_student:
+        try:
+            students = roster(args.course, args.students)
+        except ValueError as error:
+            parser.error(str(error))
+        mine = write_student_releases(args.course, students)
+        print(
+            f"assignments: {len(mine)} notebooks for {len(students)} students in "
+            f"{args.course / 'release_students'}"
+        )
     return 0
 
 

@@ -24,20 +24,95 @@ from typing import Callable
 
 import nbformat
 
+from relpos.book.exercises.students import CHOICES, student_numbers
+
 Edits = list[tuple[str, str]]
 
 
 @dataclass(frozen=True)
 class Variant:
-    """The numbers one exercise can take and where they go in its cells.
-
-    ``choices``: each parameter of the check and the values a variant draws from
-    (never the book's own). ``edits``: for drawn values, the passages of the
-    exercise's cells (statement, solution, check call) and what replaces them.
+    """Where one exercise's numbers go in its cells: ``edits``, for drawn values,
+    the passages of the exercise's cells (statement, solution, check call) and what
+    replaces them. The values each keyword can take are ``CHOICES[label]``
+    (relpos/book/exercises/students.py, which the grader's hidden tests read too).
     """
 
-    choices: dict[str, tuple[int, ...]]
     edits: Callable[[dict[str, int]], Edits]
+
+
+def _ch1_ex2(p: dict[str, int]) -> Edits:
+    n, k = p["n"], p["k"]
+    return [
+        ("for $n = 7$", f"for $n = {n}$"),
+        ("`relpos.relative_positions(7)`", f"`relpos.relative_positions({n})`"),
+        ("table rows for $k = 4$", f"table rows for $k = {k}$"),
+        (
+            "`relpos.relative_position_index(7, max_relative_positions=4)`",
+            f"`relpos.relative_position_index({n}, max_relative_positions={k})`",
+        ),
+        ("positions = torch.arange(7)", f"positions = torch.arange({n})"),
+        ("-relpos.relative_positions(7))", f"-relpos.relative_positions({n}))"),
+        ("relpos.delta(-t, 4)", f"relpos.delta(-t, {k})"),
+        (
+            'check("ch1-ex2", rows_from_t)',
+            f'check("ch1-ex2", rows_from_t, n={n}, k={k})',
+        ),
+    ]
+
+
+def _ch1_ex3(p: dict[str, int]) -> Edits:
+    m = p["behind"]
+    return [
+        ("{exercise} Two tokens behind", f"{{exercise}} {m} tokens behind"),
+        (
+            "every pair whose key is\ntwo tokens **behind** its query",
+            f"every pair whose key is\n{m} tokens **behind** its query",
+        ),
+        (
+            "relative.diagonal(offset=-2)  # the entries (i, i - 2): i - j = +2",
+            f"relative.diagonal(offset=-{m})  # the entries (i, i - {m}): "
+            f"i - j = +{m}",
+        ),
+        ("relpos.delta(+2, k)", f"relpos.delta(+{m}, k)"),
+        (
+            'check("ch1-ex3", behind2, row, scores=relative)',
+            f'check("ch1-ex3", behind2, row, scores=relative, behind={m})',
+        ),
+    ]
+
+
+def _ch2_ex1(p: dict[str, int]) -> Edits:
+    k = p["k"]
+    asked = ", ".join(str(r) for r in (-k - 88, -k, -k + 1, 0, k - 1, k, k + 88))
+    return [
+        (
+            "With DeBERTa's $k = 512$, which rows do the distances "
+            "$-600, -512, -511, 0, 511, 512, 600$",
+            f"With a span of $k = {k}$, which rows do the distances\n${asked}$",
+        ),
+        (
+            "distances = [-600, -512, -511, 0, 511, 512, 600]",
+            f"distances = [{asked}]",
+        ),
+        ("relpos.delta(r_value, 512)", f"relpos.delta(r_value, {k})"),
+        ('check("ch2-ex1", rows)', f'check("ch2-ex1", rows, k={k})'),
+    ]
+
+
+def _ch2_ex3(p: dict[str, int]) -> Edits:
+    k = p["k"]
+    return [
+        ("$\\delta'$ uses for $k = 4$.", f"$\\delta'$ uses for $k = {k}$."),
+        (
+            "rows_used = delta_symmetric(r, 4).unique().numel()",
+            f"rows_used = delta_symmetric(r, {k}).unique().numel()",
+        ),
+        (
+            'check("ch2-ex3", delta_symmetric, rows_used)',
+            f'check("ch2-ex3", delta_symmetric, rows_used, k={k})',
+        ),
+        ("9 for $k = 4$", f"{2 * k + 1} for $k = {k}$"),
+    ]
 
 
 def _ch3_ex2(p: dict[str, int]) -> Edits:
@@ -46,6 +121,48 @@ def _ch3_ex2(p: dict[str, int]) -> Edits:
         ("16 GiB", f"{gib} GiB"),
         ("budget = 16 * 2**30", f"budget = {gib} * 2**30"),
         ('check("ch3-ex2", n_longest)', f'check("ch3-ex2", n_longest, gib={gib})'),
+    ]
+
+
+def _ch5_ex2(p: dict[str, int]) -> Edits:
+    n, k, d, masked = p["n"], p["k"], p["d"], p["masked"]
+    mask = ", ".join(str(j < n - masked) for j in range(n))
+    return [
+        (
+            "a key mask that hides the last two of five\nkeys ($k = 2$, $d = 3$)",
+            f"a key mask that hides the last {masked} of {n}\nkeys "
+            f"($k = {k}$, $d = {d}$)",
+        ),
+        ("Rebuild the $(5, 5)$ scores", f"Rebuild the $({n}, {n})$ scores"),
+        ("n, k = 5, 2\n", f"n, k = {n}, {k}\n"),
+        ("torch.randn(1, 1, n, 3,", f"torch.randn(1, 1, n, {d},"),
+        ("torch.randn(1, 2 * k, 3,", f"torch.randn(1, 2 * k, {d},"),
+        (
+            "torch.tensor([[True, True, True, False, False]])",
+            f"torch.tensor([[{mask}]])",
+        ),
+        (
+            'check("ch5-ex2", scores, query=query, pos_key=pos_key, key_mask=key_mask)',
+            f'check("ch5-ex2", scores, query=query, pos_key=pos_key, '
+            f"key_mask=key_mask,\n      n={n}, k={k}, d={d}, masked={masked})",
+        ),
+    ]
+
+
+def _ch3_ex3(p: dict[str, int]) -> Edits:
+    h = p["hidden"]
+    table = f'relpos.RelativePositionEmbedding(k, {h}, init="sinusoidal")'
+    return [
+        (
+            "Every sinusoidal row has the same norm: give it as `row_norm`.",
+            f"Every row of a sinusoidal table of hidden size {h}\n(`{table}`) has "
+            "the same norm: give it as `row_norm`.",
+        ),
+        (
+            "norms = sinusoidal_weight.double().norm(dim=-1)",
+            f"norms = {table}.weight.detach().double().norm(dim=-1)",
+        ),
+        ('check("ch3-ex3", row_norm)', f'check("ch3-ex3", row_norm, hidden={h})'),
     ]
 
 
@@ -65,6 +182,26 @@ def _ch6_ex1(p: dict[str, int]) -> Edits:
     ]
 
 
+def _ch6_ex2(p: dict[str, int]) -> Edits:
+    b, m = p["buckets"], p["max_position"]
+    return [
+        (
+            "With the v3 settings the exact region ends at $|r| = 128$, yet "
+            "`log_bucket_position(129)` is\nstill 129.",
+            f"With {b} buckets and distances up to {m} "
+            f"(`log_bucket_position(r, {b}, {m})`),\nthe exact region ends at "
+            f"$|r| = {b // 2}$.",
+        ),
+        ("explain why it is not 129.", f"explain why it is not {b // 2 + 1}."),
+        ("r = torch.arange(1, 512)\n", f"r = torch.arange(1, {m})\n"),
+        ("log_bucket_position(r, 256, 512)", f"log_bucket_position(r, {b}, {m})"),
+        (
+            'check("ch6-ex2", first)',
+            f'check("ch6-ex2", first, buckets={b}, max_position={m})',
+        ),
+    ]
+
+
 def _ch6_ex3(p: dict[str, int]) -> Edits:
     n = p["n"]
     return [
@@ -74,17 +211,34 @@ def _ch6_ex3(p: dict[str, int]) -> Edits:
     ]
 
 
-def _but(values: range | tuple[int, ...], book: int) -> tuple[int, ...]:
-    return tuple(value for value in values if value != book)
+def _ch13_ex2(p: dict[str, int]) -> Edits:
+    n = p["n"]
+    return [
+        ("On `copy` at $n = 32$", f"On `copy` at $n = {n}$"),
+        ("A, n = 16, 32\n", f"A, n = 16, {n}\n"),
+        (
+            "# one PAD, 15 data tokens, SEP, 15 answer slots",
+            "# (a PAD when n is even), m data tokens, SEP, m answer slots",
+        ),
+        (
+            'check("ch13-ex2", chance, bound)',
+            f'check("ch13-ex2", chance, bound, n={n})',
+        ),
+    ]
 
 
 VARIANTS: dict[str, Variant] = {
-    "ch3-ex2": Variant({"gib": _but(range(4, 97, 4), 16)}, _ch3_ex2),
-    "ch6-ex1": Variant(
-        {"n": _but(range(500, 2001, 50), 1000), "k": (32, 64, 96, 192, 256, 384)},
-        _ch6_ex1,
-    ),
-    "ch6-ex3": Variant({"n": _but(range(1024, 4097, 128), 2048)}, _ch6_ex3),
+    "ch1-ex2": Variant(_ch1_ex2),
+    "ch1-ex3": Variant(_ch1_ex3),
+    "ch2-ex1": Variant(_ch2_ex1),
+    "ch2-ex3": Variant(_ch2_ex3),
+    "ch3-ex2": Variant(_ch3_ex2),
+    "ch3-ex3": Variant(_ch3_ex3),
+    "ch5-ex2": Variant(_ch5_ex2),
+    "ch6-ex1": Variant(_ch6_ex1),
+    "ch6-ex2": Variant(_ch6_ex2),
+    "ch6-ex3": Variant(_ch6_ex3),
+    "ch13-ex2": Variant(_ch13_ex2),
 }
 
 
@@ -105,7 +259,7 @@ def numbers(label: str, variant: int) -> dict[str, int]:
     if variant == 0:
         return {}
     draw = random.Random(f"relpos-variant-{variant}-{label}")
-    choices = VARIANTS[label].choices
+    choices = CHOICES[label]
     return {name: draw.choice(values) for name, values in choices.items()}
 
 
@@ -154,3 +308,108 @@ def vary(
                 cell.source = cell.source.replace(old, new)
         drawn[label] = chosen
     return notebook, drawn
+
+
+# Per-student problem sets (tools/assignments.py --per-student): the source's check
+# calls draw the numbers at grading time; each student's release gets them written.
+IMPORT = "from relpos.book.exercises.students import graded_numbers\n"
+
+
+def graded(label: str) -> str:
+    """The keyword argument a per-student source's check call of ``label`` gets."""
+    return f'**graded_numbers("{label}")'
+
+
+def _closing(source: str, start: int) -> int:
+    """The index of the ``)`` that closes the call whose ``(`` is at ``start``."""
+    depth, quote = 0, ""
+    for i in range(start, len(source)):
+        char = source[i]
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "\"'":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i
+    raise ValueError(f"an unclosed call in {source[start - 20 : start + 40]!r}")
+
+
+def with_graded_numbers(source: str, label: str) -> str:
+    """``source`` (a test cell) whose ``check("label", ...)`` calls also take the
+    student's numbers, ``**graded_numbers("label")``, and which imports it.
+
+    Raises:
+        ValueError: ``label`` has no variants, or ``source`` calls no check of it.
+    """
+    if label not in VARIANTS:
+        raise ValueError(f"label must be one of {sorted(VARIANTS)}, got {label!r}")
+    call = re.compile(rf"\bcheck\(\s*[\"']{re.escape(label)}[\"']")
+    found = list(call.finditer(source))
+    if not found:
+        raise ValueError(f"{label}: the test cell calls no check({label!r}, ...)")
+    for match in reversed(found):
+        end = _closing(source, match.start() + len("check"))
+        source = f"{source[:end]}, {graded(label)}{source[end:]}"
+    return IMPORT + source
+
+
+def _release_cells(cells: list, label: str) -> list:
+    """A release's cells of exercise ``label``: from its ``**Exercise N.M.**``
+    statement to its last test cell (grade id ``label-test...``)."""
+    chapter, number = re.findall(r"\d+", label)
+    title = f"**Exercise {chapter}.{number}.**"
+    start = next((i for i, c in enumerate(cells) if title in c.source), None)
+    ids = [c.metadata.get("nbgrader", {}).get("grade_id", "") for c in cells]
+    tests = [i for i, gid in enumerate(ids) if gid.startswith(f"{label}-test")]
+    if start is None or not tests or tests[-1] < start:
+        raise ValueError(f"{label}: no {title} statement and test cell in the release")
+    return cells[start : tests[-1] + 1]
+
+
+def for_student(
+    release: nbformat.NotebookNode, student: str, secret: str
+) -> tuple[nbformat.NotebookNode, dict[str, dict[str, int]]]:
+    """A per-student source's release (a new notebook) with ``student``'s numbers
+    in each varied exercise's statement and check call, and the numbers drawn.
+
+    Only the statement and the test cells are in a release (the solution is not),
+    so the statement's passages must change and the check call's
+    ``**graded_numbers(label)`` becomes the student's keywords.
+
+    Raises:
+        ValueError: a varied exercise's statement lacks its passages, or its test
+            cell lacks ``graded_numbers`` (the release is not a per-student one).
+    """
+    from nbgrader.utils import compute_checksum
+
+    release = nbformat.from_dict(release)
+    drawn: dict[str, dict[str, int]] = {}
+    text = "\n".join(cell.source for cell in release.cells)
+    for label, spec in VARIANTS.items():
+        if graded(label) not in text:
+            continue
+        chosen = student_numbers(label, student, secret)
+        cells = _release_cells(release.cells, label)
+        keywords = ", ".join(f"{name}={value}" for name, value in chosen.items())
+        changed = set()
+        for old, new in [*spec.edits(chosen), (graded(label), keywords)]:
+            for cell in cells:
+                if old in cell.source:
+                    cell.source = cell.source.replace(old, new)
+                    changed.add(cell.cell_type)
+        if changed != {"markdown", "code"}:
+            raise ValueError(
+                f"{label}: the release's statement or check call lacks the passages "
+                "tools/variants.py replaces; update its edits"
+            )
+        for cell in cells:
+            cell.source = cell.source.replace(IMPORT, "")
+            meta = cell.metadata.get("nbgrader", {})
+            if "checksum" in meta:
+                meta["checksum"] = compute_checksum(cell)
+        drawn[label] = chosen
+    return release, drawn

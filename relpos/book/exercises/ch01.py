@@ -48,16 +48,17 @@ def distance_matrix(answer: Callable[[int], Any]) -> str:
 
 
 @exercise("ch1-ex2")
-def rows_from_key_minus_query(answer: Any) -> str:
-    """The book's table rows for ``n = 7``, ``k = 4``, from a ``j - i`` matrix.
+def rows_from_key_minus_query(answer: Any, *, n: int = 7, k: int = 4) -> str:
+    """The book's table rows for ``n`` tokens and span ``k`` (the book: 7 and 4),
+    from a ``j - i`` matrix.
 
     Shapes:
-        answer: ``(7, 7)``
+        answer: ``(n, n)``
     """
-    got = as_tensor(answer, "a (7, 7) tensor of table rows")
-    expected = relative_position_index(7, max_relative_positions=4)
-    if tuple(got.shape) != (7, 7):
-        fail(f"the rows should have shape (7, 7), got {tuple(got.shape)}")
+    got = as_tensor(answer, f"a ({n}, {n}) tensor of table rows")
+    expected = relative_position_index(n, max_relative_positions=k)
+    if tuple(got.shape) != (n, n):
+        fail(f"the rows should have shape ({n}, {n}), got {tuple(got.shape)}")
     if torch.equal(got.long(), expected.T):
         fail(
             "you clipped and shifted j - i as it is, so every pair reads the row "
@@ -65,37 +66,54 @@ def rows_from_key_minus_query(answer: Any) -> str:
         )
     if not torch.equal(got.long(), expected):
         i, j = (got.long() != expected).nonzero()[0].tolist()
-        fail(f"pair ({i}, {j}) should read row delta(i - j, 4), not {int(got[i, j])}")
+        fail(
+            f"pair ({i}, {j}) should read row delta(i - j, {k}), not {int(got[i, j])}"
+        )
     return "the T5-style matrix, negated, gives the book's rows."
 
 
+_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight")
+
+
+def _tokens(m: int) -> str:
+    """``"two tokens"`` for 2, ``"one token"`` for 1, ``"11 tokens"`` for 11."""
+    word = _WORDS[m] if 0 <= m < len(_WORDS) else str(m)
+    return f"{word} token{'s' if m != 1 else ''}"
+
+
 @exercise("ch1-ex3")
-def two_behind(values: Any, row: Any, *, scores: torch.Tensor, k: int = 16) -> str:
-    """The relative scores of every pair whose key is two tokens behind, and their row.
+def two_behind(
+    values: Any, row: Any, *, scores: torch.Tensor, k: int = 16, behind: int = 2
+) -> str:
+    """The relative scores of every pair whose key is ``behind`` tokens behind (the
+    book: two), and their row.
 
     Shapes:
-        values: ``(n - 2,)``; row: an int; scores: ``(n, n)``
+        values: ``(n - behind,)``; row: an int; scores: ``(n, n)``
     """
-    scores = as_tensor(scores, "the (n, n) score matrix")
+    scores, m = as_tensor(scores, "the (n, n) score matrix"), behind
     got = as_tensor(values, "a tensor of scores").double().flatten()
-    behind, ahead = scores.diagonal(offset=-2), scores.diagonal(offset=2)
-    if close(got, ahead.double()) and not close(got, behind.double()):
+    below, above = scores.diagonal(offset=-m), scores.diagonal(offset=m)
+    if close(got, above.double()) and not close(got, below.double()):
         fail(
-            "those are the pairs whose key is two tokens ahead (j = i + 2, "
-            "i - j = -2). "
-            "Behind means j = i - 2: the diagonal below the main one, offset=-2"
+            f"those are the pairs whose key is {_tokens(m)} ahead (j = i + {m}, "
+            f"i - j = -{m}). "
+            f"Behind means j = i - {m}: a diagonal below the main one, offset=-{m}"
         )
-    if not close(got, behind.double()):
+    if not close(got, below.double()):
         fail(
-            f"expected the {len(behind)} entries (i, i - 2) for i = 2 ... "
+            f"expected the {len(below)} entries (i, i - {m}) for i = {m} ... "
             f"{scores.shape[0] - 1}, read along one diagonal of scores"
         )
     number = as_number(row, "the table row, an int")
-    if number == delta(-2, k):
+    if number == delta(-m, k):
         fail(
-            f"row {int(number)} is the row of distance -2 (a key ahead); "
-            "here i - j = +2"
+            f"row {int(number)} is the row of distance -{m} (a key ahead); "
+            f"here i - j = +{m}"
         )
-    if number != delta(2, k):
-        fail(f"row {number:g} is not delta(+2) for k = {k}: clip, then add k")
-    return f"all {len(behind)} pairs two behind read row {delta(2, k)} and score alike."
+    if number != delta(m, k):
+        fail(f"row {number:g} is not delta(+{m}) for k = {k}: clip, then add k")
+    return (
+        f"all {len(below)} pairs {_tokens(m)} behind read row {delta(m, k)} and "
+        "score alike."
+    )

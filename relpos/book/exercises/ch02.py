@@ -17,18 +17,24 @@ from ._core import as_number, as_tensor, call, exercise, fail, require_callable
 DISTANCES = (-600, -512, -511, 0, 511, 512, 600)
 
 
+def distances(k: int) -> tuple[int, ...]:
+    """Exercise 2.1's distances for span ``k``: ``DISTANCES`` for ``k = 512``."""
+    return (-k - 88, -k, -k + 1, 0, k - 1, k, k + 88)
+
+
 @exercise("ch2-ex1")
-def rows_of_distances(answer: Any) -> str:
-    """The rows of the distances ``DISTANCES`` with ``k = 512``, in that order.
+def rows_of_distances(answer: Any, *, k: int = 512) -> str:
+    """The rows of the distances ``distances(k)`` (with ``k = 512``: ``DISTANCES``)
+    with span ``k``, in that order.
 
     Shapes:
         answer: ``(7,)``
     """
-    k = 512
+    asked = distances(k)
     got = as_tensor(answer, "a list of 7 row numbers").flatten().tolist()
-    if len(got) != len(DISTANCES):
-        fail(f"give one row per distance, {len(DISTANCES)} in all; got {len(got)}")
-    for r, row in zip(DISTANCES, got):
+    if len(got) != len(asked):
+        fail(f"give one row per distance, {len(asked)} in all; got {len(got)}")
+    for r, row in zip(asked, got):
         if row == delta(r, k):
             continue
         if r >= k and row == 2 * k:
@@ -39,7 +45,9 @@ def rows_of_distances(answer: Any) -> str:
                 "clip it before shifting"
             )
         fail(f"distance {r} does not read row {row}; follow the piecewise definition")
-    return "far ahead reads row 0, far behind row 1023, distance 0 row 512."
+    return (
+        f"far ahead reads row 0, far behind row {2 * k - 1}, distance 0 row {k}."
+    )
 
 
 def _pairs_on_row_zero(n: int, k: int) -> int:
@@ -78,14 +86,17 @@ def pairs_on_row_zero(answer: Callable[[int, int], Any]) -> str:
 
 
 @exercise("ch2-ex3")
-def symmetric_window(answer: Callable[[torch.Tensor, int], Any], rows_used: Any) -> str:
-    """``answer(r, k)`` clips to ``[-k, k]`` and shifts; ``rows_used``: rows for k = 4.
+def symmetric_window(
+    answer: Callable[[torch.Tensor, int], Any], rows_used: Any, *, k: int = 4
+) -> str:
+    """``answer(r, k)`` clips to ``[-k, k]`` and shifts; ``rows_used``: its rows for
+    span ``k`` (the book: 4).
 
     Shapes:
         r: ``(*)``; answer(r, k): ``(*)``
     """
     function = require_callable(answer, "a function of (r, k), such as delta_symmetric")
-    r = torch.arange(-50, 51)
+    r, span = torch.arange(-50, 51), k
     for k in range(1, 12):
         got = as_tensor(
             call(function, r, k, what=f"delta_symmetric(r, {k})"), "a tensor"
@@ -102,9 +113,12 @@ def symmetric_window(answer: Callable[[torch.Tensor, int], Any], rows_used: Any)
             fail(
                 f"k = {k}: distance {bad} reads the wrong row; clamp to [-k, k], add k"
             )
-    rows = as_number(rows_used, "a number of rows")
-    if rows == 8:
-        fail("8 = 2k is DeBERTa's table; the window [-k, k] holds one distance more")
-    if rows != 9:
-        fail(f"{rows:g} rows: count the distances from -4 to 4")
+    rows, k = as_number(rows_used, "a number of rows"), span
+    if rows == 2 * k:
+        fail(
+            f"{2 * k} = 2k is DeBERTa's table; the window [-k, k] holds one "
+            "distance more"
+        )
+    if rows != 2 * k + 1:
+        fail(f"{rows:g} rows: count the distances from {-k} to {k}")
     return "delta'(r) + delta'(-r) = 2k for every r, with 2k + 1 rows."

@@ -73,21 +73,23 @@ def longest_bfloat16_sequence(answer: Any, *, gib: int = 16) -> str:
 
 
 @exercise("ch3-ex3")
-def sinusoidal_row_norm(answer: Any) -> str:
-    """The norm shared by every row of the sinusoidal table at hidden size 768."""
+def sinusoidal_row_norm(answer: Any, *, hidden: int = 768) -> str:
+    """The norm shared by every row of the sinusoidal table at hidden size ``hidden``
+    (the book: 768)."""
     norm = as_number(answer, "a number, the norm of a row")
-    expected = math.sqrt(768 / 2)
-    if math.isclose(norm, math.sqrt(768), rel_tol=1e-4):
+    expected, pairs = math.sqrt(hidden / 2), hidden // 2
+    if math.isclose(norm, math.sqrt(hidden), rel_tol=1e-4):
         fail(
-            "sqrt(768) would need 768 unit entries; a (sin, cos) pair has norm 1, "
-            "and a row holds 384 such pairs"
+            f"sqrt({hidden}) would need {hidden} unit entries; a (sin, cos) pair has "
+            f"norm 1, and a row holds {pairs} such pairs"
         )
     if math.isclose(norm, 1.0, rel_tol=1e-4):
         fail(
-            "the rows are not unit vectors: each of its 384 (sin, cos) pairs has norm 1"
+            f"the rows are not unit vectors: each of its {pairs} (sin, cos) pairs has "
+            "norm 1"
         )
     if not math.isclose(norm, expected, rel_tol=1e-4):
         fail(
             f"{norm:g} is not the norm; add up sin^2 + cos^2 over the pairs of columns"
         )
-    return "sqrt(384): every (sin, cos) pair adds 1 to the squared norm."
+    return f"sqrt({pairs}): every (sin, cos) pair adds 1 to the squared norm."

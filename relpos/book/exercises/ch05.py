@@ -70,16 +70,49 @@ def p2c_by_gather(answer: Callable[..., Any]) -> str:
     return "equal to relpos.position_to_content, for 6 x 6 and for 4 x 9 pairs."
 
 
+def _asked_sizes(
+    query: torch.Tensor,
+    pos_key: torch.Tensor,
+    key_mask: torch.Tensor,
+    n: int | None,
+    k: int | None,
+    d: int | None,
+    masked: int | None,
+) -> None:
+    """An ExerciseError where the tensors do not have the sizes asked for."""
+    if n is not None and d is not None and tuple(query.shape) != (1, 1, n, d):
+        fail(f"query should have shape (1, 1, n, d) = (1, 1, {n}, {d}), the sizes "
+             f"asked for; got {tuple(query.shape)}")
+    if k is not None and d is not None and tuple(pos_key.shape) != (1, 2 * k, d):
+        fail(f"pos_key should have shape (1, 2k, d) = (1, {2 * k}, {d}); got "
+             f"{tuple(pos_key.shape)}")
+    if n is not None and masked is not None:
+        asked = [[j < n - masked for j in range(n)]]
+        if key_mask.tolist() != asked:
+            fail(f"key_mask should hide the last {masked} of {n} keys: {asked}")
+
+
 @exercise("ch5-ex2")
 def scores_from_score_mod(
-    answer: Any, *, query: torch.Tensor, pos_key: torch.Tensor, key_mask: torch.Tensor
+    answer: Any,
+    *,
+    query: torch.Tensor,
+    pos_key: torch.Tensor,
+    key_mask: torch.Tensor,
+    n: int | None = None,
+    k: int | None = None,
+    d: int | None = None,
+    masked: int | None = None,
 ) -> str:
-    """The c2p scores with masked keys, rebuilt entry by entry from a ``score_mod``.
+    """The c2p scores with masked keys, rebuilt entry by entry from a ``score_mod``;
+    ``n``, ``k``, ``d`` and ``masked`` (the last keys hidden), where given, are the
+    sizes the exercise asked for (the book: 5, 2, 3 and 2).
 
     Shapes:
         answer: ``(n, n)``; query: ``(1, 1, n, d)``; pos_key: ``(1, 2k, d)``
         key_mask: ``(1, n)`` bool
     """
+    _asked_sizes(query, pos_key, key_mask, n, k, d, masked)
     got = as_tensor(answer, "an (n, n) tensor of scores").double()
     n, k = query.shape[-2], pos_key.shape[-2] // 2
     index = relative_position_index(n, max_relative_positions=k)

@@ -36,14 +36,18 @@ def edge_row_pairs(row_zero: Any, last_row: Any, *, n: int = 1000, k: int = 128)
 
 
 @exercise("ch6-ex2")
-def first_inexact_distance(answer: Any) -> str:
-    """The first positive distance whose bucket (256 buckets, max 512) is not itself."""
+def first_inexact_distance(
+    answer: Any, *, buckets: int = 256, max_position: int = 512
+) -> str:
+    """The first positive distance whose bucket (``buckets`` buckets, at most
+    ``max_position``; v3: 256 and 512) is not itself."""
     got = as_number(answer, "a distance, an int")
-    r = torch.arange(1, 512)
-    first = int(r[log_bucket_position(r, 256, 512) != r][0])
-    if got <= 128:
-        fail(f"{got:g} lies in the exact region |r| <= 128, where bucket(r) = r")
-    if 128 < got < first:
+    r = torch.arange(1, max_position)
+    first = int(r[log_bucket_position(r, buckets, max_position) != r][0])
+    half = buckets // 2
+    if got <= half:
+        fail(f"{got:g} lies in the exact region |r| <= {half}, where bucket(r) = r")
+    if half < got < first:
         fail(
             f"bucket({got:g}) is still {got:g}: the ceiling hides the log curve's "
             "slope for a few steps; look further"
