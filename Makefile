@@ -330,7 +330,8 @@ student: $(STUDENT_ENV)
 assignments: $(SITE_ENV) $(STUDENT_ENV)
 	$(BIN)/python tools/assignments.py _build/course \
 	    $(if $(FIRST_SESSION),--first-session $(FIRST_SESSION)) \
-	    $(if $(VARIANT),--variant $(VARIANT))
+	    $(if $(VARIANT),--variant $(VARIANT)) \
+	    $(if $(PER_STUDENT),--per-student $(if $(STUDENTS),--students $(STUDENTS)))
 
 # The print edition: the whole book as one PDF in _build/pdf, typeset by LaTeX
 # (Jupyter Book's LaTeX builder, then latexmk with xelatex). Debian: apt-get install
