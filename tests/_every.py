@@ -94,6 +94,7 @@ GRID = [
 KERNELS = [backend_param(backend) for backend in relpos.BACKENDS]
 
 
+
 def build(
     name: str,
     backend: str,
@@ -132,3 +133,38 @@ def call(module: relpos.SelfAttention, x: torch.Tensor, *args, **kwargs):
     """``module(x, ...)`` without autograd (flex's CPU kernel has no backward)."""
     with torch.no_grad():
         return module(x, *args, **kwargs)
+
+
+def _way_in(name: str) -> tuple:
+    """How module ``name``'s positions reach a kernel: the fields of its
+    ``PositionTerms`` that are set, and whether it turns queries and keys.
+
+    Shapes:
+        output: a tuple of field names (and ``"rotate"``)
+    """
+    module = build(name, "gather")
+    x = torch.zeros(1, 4, HIDDEN, dtype=torch.float64)
+    positions = torch.arange(4)[None]  # (1, n)
+    terms = module.position_terms(positions, positions, **module.read_inputs({}, x))
+    fields = () if terms is None else tuple(
+        field for field in ("table", "key_rows", "row_bias", "bias", "value_rows")
+        if getattr(terms, field) is not None
+    )
+    rotates = type(module).rotate is not relpos.SelfAttention.rotate
+    return (*fields, *(("rotate",) if rotates else ()))
+
+
+def _one_per_way_in() -> list[str]:
+    """The first module (in ``MODULES``' order) of each way positions reach the
+    kernel: the compiled flex kernel's score_mod reads only these, so one module
+    a way covers what compiling adds to the eager flex tests of every module."""
+    first: dict[tuple, str] = {}
+    for name in MODULES:
+        first.setdefault(_way_in(name), name)
+    return list(first.values())
+
+
+#: One module per way positions reach the kernel (``_way_in``): the modules the
+#: compiled flex kernel (float32 on the CPU: one compile each, tens of seconds) is
+#: checked on for packing and caching; every module runs flex eagerly in float64.
+COMPILED = _one_per_way_in()

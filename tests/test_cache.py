@@ -13,7 +13,18 @@ import torch
 from torch import nn
 
 import relpos
-from _every import GRID, HEADS, HIDDEN, KERNELS, MODULES, build, call, spread, tolerance
+from _every import (
+    COMPILED,
+    GRID,
+    HEADS,
+    HIDDEN,
+    KERNELS,
+    MODULES,
+    build,
+    call,
+    spread,
+    tolerance,
+)
 
 N = 9
 #: How the 9 tokens are fed: a prompt of 5, then single tokens or chunks of 2.
@@ -307,7 +318,7 @@ def test_a_cache_for_another_batch_is_refused():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(MODULES))
+@pytest.mark.parametrize("name", COMPILED)  # every module: eagerly, in GRID
 def test_cached_decoding_on_compiled_flex(name):
     module = build(name, "flex", causal=True, dtype=torch.float32)
     x = states(torch.float32)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from _every import GRID, HIDDEN, MODULES, RELATIVE, build, call, tolerance
+from _every import COMPILED, GRID, HIDDEN, MODULES, RELATIVE, build, call, tolerance
 
 CAUSAL = pytest.mark.parametrize(
     "causal", [False, True], ids=["bidirectional", "causal"]
@@ -119,7 +119,7 @@ def test_relative_modules_come_from_the_registry():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(MODULES))
+@pytest.mark.parametrize("name", COMPILED)  # every module: eagerly, in GRID
 def test_packing_on_compiled_flex(name):
     # float32 on the CPU runs flex's compiled kernel: one compilation for every
     # length up to 16 (relpos.backends.flex_shapes), so the four lengths cost one.
