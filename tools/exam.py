@@ -83,8 +83,10 @@ def load_bank(path: Path = BANK) -> list[dict[str, Any]]:
             raise ValueError(f"question {name}: kind must be one of {KINDS}")
         asked = set(re.findall(r"\{(\w+)\}", q["ask"]))
         if q["kind"] == "numeric":
-            if not q.get("params") or "answer" not in q:
-                raise ValueError(f"question {name}: numeric needs params and answer")
+            if not q.get("params") or "answer" not in q or "unit" not in q:
+                raise ValueError(
+                    f"question {name}: numeric needs params, answer and unit"
+                )
             if asked - set(q["params"]):
                 raise ValueError(f"question {name}: ask names {asked} not drawn")
         elif asked or "model_answer" not in q or not 2 <= len(q.get("rubric", [])) <= 3:
@@ -134,7 +136,8 @@ def as_number(result: Any) -> int | float:
     """
     if isinstance(result, torch.Tensor):
         if result.numel() != 1:
-            raise TypeError(f"answer must be one number, got shape {tuple(result.shape)}")
+            shape = tuple(result.shape)
+            raise TypeError(f"answer must be one number, got shape {shape}")
         result = result.item()
     if isinstance(result, bool) or not isinstance(result, (int, float)):
         raise TypeError(f"answer must be a number, got {result!r}")
