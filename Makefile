@@ -333,6 +333,14 @@ assignments: $(SITE_ENV) $(STUDENT_ENV)
 	    $(if $(VARIANT),--variant $(VARIANT)) \
 	    $(if $(PER_STUDENT),--per-student $(if $(STUDENTS),--students $(STUDENTS)))
 
+# The exam: a paper and its answer key drawn from book/course/exam.yml, written to
+# _build/exam (never into book/, so no edition of the site holds the key).
+# SEED=N (an int) or SEED=2026-autumn (a term's name) names the variant.
+.PHONY: exam
+exam: $(SITE_ENV)
+	$(if $(SEED),,$(error make exam needs SEED=N or SEED=TERM, e.g. SEED=2026-autumn))
+	$(BIN)/python tools/exam.py $(SEED) --output _build/exam
+
 # The print edition: the whole book as one PDF in _build/pdf, typeset by LaTeX
 # (Jupyter Book's LaTeX builder, then latexmk with xelatex). Debian: apt-get install
 # texlive-xetex latexmk texlive-fonts-recommended texlive-latex-extra fonts-freefont-otf
