@@ -14,7 +14,13 @@ import pytest
 
 from relpos.book import results
 from relpos.book.exercises import ExerciseError, check
-from relpos.book.exercises.ch10 import CAUSAL, SWEEP, causal_gain
+from relpos.book.exercises.ch10 import (
+    CAUSAL,
+    GAIN_AT,
+    PREDICT_AT,
+    SWEEP,
+    causal_gain,
+)
 from relpos.book.experiments import SCHEMES, Config, register_scheme
 from relpos.book.experiments.schemes import (
     LearnedPositions,
@@ -35,38 +41,57 @@ from _tiny import (  # noqa: E402  (one_thread_per_module: an autouse fixture)
 
 
 def coverage_sweep() -> dict:
-    """Three schemes: one reads an untrained row from 64 on and falls there, one
-    reads none and holds, one reads none and still falls at 128."""
-    accuracy = {"tabled": (1.0, 0.5, 0.4), "clipped": (1.0, 1.0, 1.0),
-                "formula": (1.0, 0.95, 0.3)}
-    summary = [{"setting": "encoder", "task": "relative", "scheme": s, "train_size": 64,
-                "length": n, "mean": a} for s, accs in accuracy.items()
-               for n, a in zip((32, 64, 128), accs)]
+    """Three real schemes at L = 32: ``absolute`` reads untrained rows from 64 on,
+    ``t5`` and ``deberta`` read none (the coverage records of chapter 9's sweep)."""
     coverage = [{"setting": "encoder", "task": "relative", "scheme": s, "length": n,
-                 "kind": "row", "learned": s != "formula",
-                 "touched": 0.5 if (s == "tabled" and n > 32) or s == "formula"
-                 else 0.0}
-                for s in accuracy for n in (32, 64, 128)]
-    return {"schema": 2, "config": {"train_length": 32},
-            "grid": {"scheme": list(accuracy), "train_size": [8, 64]},
+                 "kind": "row", "learned": True,
+                 "touched": 0.5 if (s == "absolute" and n > 32) else 0.0}
+                for s in ("absolute", "t5", "deberta") for n in (32, 64, 128, 256)]
+    summary = [{"setting": "encoder", "task": "relative", "scheme": r["scheme"],
+                "train_size": 64, "length": r["length"], "mean": 1.0}
+               for r in coverage]
+    return {"schema": 2,
+            "config": {"train_length": 32, "test_lengths": [32, 64, 128, 256]},
+            "grid": {"scheme": ["absolute", "t5", "deberta"], "train_size": [8, 64]},
             "summary": summary, "coverage": coverage}
 
 
-def test_ch10_ex1_compares_the_prediction_with_the_sweep() -> None:
+def by_hand(scheme: str, train_length: int) -> int | None:
+    """Written apart from the check: which rows training reaches, which tests read."""
+    from relpos.book.experiments import coverage
+
+    lengths = (2 * train_length, 4 * train_length, 8 * train_length)
+    config = Config(scheme=scheme, task="relative", train_length=train_length,
+                    test_lengths=(train_length, *lengths))
+    found = [n for n in lengths if coverage(config, n).untrained_touched > 0]
+    return found[0] if found else None
+
+
+def test_ch10_ex1_predicts_at_half_the_training_length() -> None:
+    assert PREDICT_AT == 16
     sweep = coverage_sweep()
-    prediction = {"tabled": 64, "clipped": None, "formula": None}
+    prediction = {s: by_hand(s, 16) for s in sweep["grid"]["scheme"]}
+    assert prediction == {"absolute": 32, "t5": 32, "deberta": None}
     check("ch10-ex1", prediction, sweep=sweep)
-    with pytest.raises(ExerciseError, match="formula.*coverage predicts"):
-        check("ch10-ex1", {**prediction, "formula": 64}, sweep=sweep)
-    with pytest.raises(ExerciseError, match="missing: clipped"):
-        check("ch10-ex1", {"tabled": 64, "formula": None}, sweep=sweep)
+    with pytest.raises(ExerciseError, match="deberta.*coverage predicts"):
+        check("ch10-ex1", {**prediction, "deberta": 64}, sweep=sweep)
+    with pytest.raises(ExerciseError, match="missing: t5"):
+        check("ch10-ex1", {"absolute": 32, "deberta": None}, sweep=sweep)
 
 
-def test_ch10_ex1_feedback_names_the_surprise(capsys) -> None:
-    check("ch10-ex1", {"tabled": 64, "clipped": None, "formula": None},
+def test_ch10_ex1_refuses_chapter_9s_lengths() -> None:
+    # chapter 9 prints the first untrained length of every scheme at L = 32
+    copied = {"absolute": 64, "t5": None, "deberta": None}
+    with pytest.raises(ExerciseError, match="trained at L = 32"):
+        check("ch10-ex1", copied, sweep=coverage_sweep())
+
+
+def test_ch10_ex1_feedback_names_what_moved(capsys) -> None:
+    check("ch10-ex1", {"absolute": 32, "t5": 32, "deberta": None},
           sweep=coverage_sweep())
     out = " ".join(capsys.readouterr().out.split())
-    assert "2 of 3" in out and "formula fell" in out
+    assert "t5 (never at L = 32, 2L at L = 16)" in out
+    assert "absolute" not in out  # 2L at both lengths
 
 
 # -- ch10-ex2: absolute positions back into a relative model ------------------------
@@ -178,12 +203,23 @@ def sweeps() -> tuple[dict, dict]:
 
 def test_ch10_ex3_passes_the_reference(sweeps, capsys) -> None:
     encoder, causal = sweeps
-    answer = gain_by_hand(encoder, causal, 256)
-    assert answer["t5"] > 0.5 and abs(answer["deberta"]) < 0.02  # the chapter's reading
+    assert GAIN_AT * causal["config"]["train_length"] == 64
+    answer = gain_by_hand(encoder, causal, 64)
+    assert answer["rotary"] < -0.3 and abs(answer["deberta"]) < 0.02
     check("ch10-ex3", answer)
     out = " ".join(capsys.readouterr().out.split())
-    assert out.startswith("ch10-ex3: correct. t5 gains most, +83 points")
+    assert out.startswith("ch10-ex3: correct. alibi gains most, +23 points")
+    assert "rotary loses most, -34" in out
     assert "shaw, deberta move less than 2 points" in out
+
+
+def test_ch10_ex3_is_not_the_gain_chapter_10_states(sweeps) -> None:
+    # chapter 10's prose gives T5's 83 points at 8L: the exercise asks for 2L
+    encoder, causal = sweeps
+    at_8l = gain_by_hand(encoder, causal, 256)
+    assert round(100 * at_8l["t5"]) == 83
+    with pytest.raises(ExerciseError, match="gains at test length 256"):
+        check("ch10-ex3", at_8l)
 
 
 @pytest.mark.parametrize(
@@ -204,7 +240,7 @@ def test_ch10_ex3_passes_the_reference(sweeps, capsys) -> None:
 )
 def test_ch10_ex3_catches_typical_wrong_answers(sweeps, wrong, message) -> None:
     encoder, causal = sweeps
-    answer = gain_by_hand(encoder, causal, 256)
+    answer = gain_by_hand(encoder, causal, 64)
     at_l = gain_by_hand(encoder, causal, 32)
     with pytest.raises(ExerciseError, match="ch10-ex3: not yet. .*" + message):
         check("ch10-ex3", wrong(answer, at_l))
@@ -212,34 +248,28 @@ def test_ch10_ex3_catches_typical_wrong_answers(sweeps, wrong, message) -> None:
 
 def test_ch10_ex3_catches_the_best_seed(sweeps) -> None:
     encoder, causal = sweeps
-    best = causal_gain(encoder, causal, field="max")
-    assert best != causal_gain(encoder, causal)
+    best = causal_gain(encoder, causal, length=64, field="max")
+    assert best != causal_gain(encoder, causal, length=64)
     with pytest.raises(ExerciseError, match="max seed; use the mean"):
         check("ch10-ex3", best)
 
 
 def test_ch10_ex3_reads_the_task_it_is_given(sweeps, capsys) -> None:
     encoder, causal = sweeps
-    far = gain_by_hand(encoder, causal, 256, task="far")
+    far = gain_by_hand(encoder, causal, 64, task="far")
     check("ch10-ex3", far, task="far")
-    assert "rotary gains most" in capsys.readouterr().out
+    assert "t5 gains most, +26" in capsys.readouterr().out
     with pytest.raises(ExerciseError, match="not yet"):
         check("ch10-ex3", far)  # the far gains are not the relative ones
 
 
 def test_ch10_ex1_reads_the_protocols_sweep_by_default(capsys) -> None:
-    from relpos.book.experiments import coverage
-
     sweep = results.load(SWEEP)
     assert len(sweep["grid"]["seed"]) == 10  # the protocol's, not the first pass
-    longer = [n for n in sweep["config"]["test_lengths"]
-              if n > sweep["config"]["train_length"]]
-    prediction = {}
-    for scheme in sweep["grid"]["scheme"]:
-        config = Config(scheme=scheme, task="relative")
-        found = [n for n in longer if coverage(config, n).untrained_touched > 0]
-        prediction[scheme] = found[0] if found else None
+    prediction = {s: by_hand(s, 16) for s in sweep["grid"]["scheme"]}
+    at_32 = {s: by_hand(s, 32) for s in sweep["grid"]["scheme"]}
+    assert prediction != at_32  # chapter 9's table is not the answer
     check("ch10-ex1", prediction)
     out = " ".join(capsys.readouterr().out.split())
-    assert "right about 4 of 11 schemes" in out
-    assert "none, sinusoidal, transformer_xl, t5, rotary fell" in out
+    assert "t5 (never at L = 32, 2L at L = 16)" in out
+    assert "deberta-buckets (4L at L = 32, 2L at L = 16)" in out

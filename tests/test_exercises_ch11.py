@@ -7,7 +7,7 @@ import torch
 
 from relpos.book import results
 from relpos.book.exercises import ExerciseError, check
-from relpos.book.exercises.ch11 import length_gain
+from relpos.book.exercises.ch11 import GAIN_AT, length_gain
 from relpos.book.text.alignment import opener_distances
 
 
@@ -37,3 +37,13 @@ def test_ch11_ex2_reads_the_causal_sweep(capsys):
         check("ch11-ex2", {s: -g for s, g in gain.items()})
     with pytest.raises(ExerciseError, match="missing: none"):
         check("ch11-ex2", {s: g for s, g in gain.items() if s != "none"})
+
+
+def test_ch11_ex2_is_not_the_gain_the_chapter_states():
+    # chapter 11 gives bits per byte at L and 16 L; the exercise reads 2 L
+    causal = results.load("text_causal.json")
+    assert GAIN_AT == 2 and causal["config"]["train_length"] == 64
+    at_2l, at_16l = length_gain(causal), length_gain(causal, 1024)
+    assert at_16l["t5"] > 0.5 > 0.05 > at_2l["t5"]  # flat at 2L, not at 16L
+    with pytest.raises(ExerciseError, match="gains at 1024 bytes"):
+        check("ch11-ex2", at_16l)

@@ -10,46 +10,55 @@ from relpos.book.experiments.equivariance import expected_max_share
 V = 16  # copy's label symbols
 
 
-def needed(kind, n):
+def farthest(kind, n):
+    """Each answer slot's farthest needed distance, from the layouts by hand."""
     if kind in ("copy", "reverse"):
         m = (n - 1) // 2  # PAD? x_0 .. x_{m-1} SEP, then m answer slots
-        return m + 1 if kind == "copy" else 2 * m
+        return [m + 1 if kind == "copy" else 2 * t + 2 for t in range(m)]
     if kind == "mqar":
         m = n // 3  # PAD* k_0 v_0 .. k_{m-1} v_{m-1}, then m queries
-        return 3 * m - 2
+        return [2 * m - 1 + t for t in range(m)]  # every query needs v_0
     m = (n - 2) // 3  # addition: PAD* 2m digits, "=", m + 1 answer slots
-    return 3 * m + 1
+    return [3 * t + 3 for t in range(m)] + [3 * m + 1]
 
 
-def with_size(kind, n):
-    """The usual mistake: the formula in m, called with the length n."""
-    return {"copy": n + 1, "reverse": 2 * n, "mqar": 3 * n - 2,
-            "addition": 3 * n + 1}[kind]
+def within(kind, n, d):
+    return sum(f <= d for f in farthest(kind, n))
 
 
 def but(kind_wrong, value):
-    """``needed``, except for one kind, where it returns ``value(n)``."""
-    return lambda kind, n: value(n) if kind == kind_wrong else needed(kind, n)
+    """``within``, except for one kind, where it returns ``value(n, d)``."""
+    return lambda kind, n, d: value(n, d) if kind == kind_wrong else within(kind, n, d)
 
 
-def test_ch13_ex1_accepts_the_layouts_distances(capsys):
-    check("ch13-ex1", needed)
-    assert capsys.readouterr().out.startswith("ch13-ex1: correct.")
+def test_ch13_ex1_accepts_the_layouts_counts(capsys):
+    # hand-computed at n = 64 (m = 31, 21, 20), d = 6: copy needs 32 back everywhere;
+    # reverse's slots 0, 1, 2 read 2, 4, 6 back; mqar's first query needs 41;
+    # addition's slots 0 and 1 read 3 and 6 back
+    assert [within(k, 64, 6) for k in ("copy", "reverse", "mqar", "addition")] == [
+        0, 3, 0, 2]
+    check("ch13-ex1", within)
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.startswith("ch13-ex1: correct. at n = 64, distances up to 6 serve copy "
+                          "0 of 31, reverse 3 of 31, mqar 0 of 21, addition 2 of 21")
+
+
+def test_ch13_ex1_is_not_the_distance_the_chapter_prints():
+    # chapter 13 prints each task's farthest needed distance; that is not the count
+    with pytest.raises(ExerciseError, match="farthest distance any slot needs"):
+        check("ch13-ex1", lambda kind, n, d: max(farthest(kind, n)))
 
 
 @pytest.mark.parametrize(
     ("answer", "hint"),
     [
-        (with_size, "for a problem of size m = 9"),
-        (but("copy", lambda n: n // 2 + 1), "off by one"),  # no PAD at even n
-        (but("reverse", lambda n: 2 * ((n - 1) // 2) + 1), "off by one"),
-        (but("mqar", lambda n: 3 * (n // 3) - 1), "the key k_0"),
-        (but("mqar", lambda n: 2 * (n // 3) - 1), "query 0's farthest"),
-        (but("addition", lambda n: 3 * ((n - 2) // 3)), "the final carry"),
-        (but("reverse", lambda n: n // 2), "expected 8"),
-        (lambda kind, n: float(needed(kind, n)) + 0.5, "whole number"),
-        (lambda kind, n: str(needed(kind, n)), "must return an int distance"),
-        (lambda kind: 3, "raised TypeError"),
+        (lambda kind, n, d: sum(f < d for f in farthest(kind, n)), "exactly 6 back"),
+        (lambda kind, n, d: sum(f > d for f in farthest(kind, n)), "beyond 6"),
+        (but("mqar", lambda n, d: n // 3), "the first pair's value v_0"),
+        (but("reverse", lambda n, d: 0), "expected 3"),
+        (lambda kind, n, d: float(within(kind, n, d)) + 0.5, "whole number"),
+        (lambda kind, n, d: str(within(kind, n, d)), "must return an int"),
+        (lambda kind, n: 3, "raised TypeError"),
     ],
 )
 def test_ch13_ex1_refuses_the_usual_mistakes(answer, hint):
@@ -62,9 +71,9 @@ def test_ch13_ex1_takes_ints_of_any_kind(capsys):
     import numpy as np
     import torch
 
-    check("ch13-ex1", lambda kind, n: np.int64(needed(kind, n)))
-    check("ch13-ex1", lambda kind, n: torch.tensor(needed(kind, n)))
-    check("ch13-ex1", lambda kind, n: float(needed(kind, n)))
+    check("ch13-ex1", lambda kind, n, d: np.int64(within(kind, n, d)))
+    check("ch13-ex1", lambda kind, n, d: torch.tensor(within(kind, n, d)))
+    check("ch13-ex1", lambda kind, n, d: float(within(kind, n, d)))
     assert capsys.readouterr().out.count("ch13-ex1: correct.") == 3
 
 

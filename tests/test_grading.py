@@ -98,8 +98,8 @@ WRONG: dict[str, tuple[str, str, str]] = {
         "is not what coverage predicts",
     ),
     "ch11-ex2": (
-        'r["eval"][str(longest)]["bpb"] - r["eval"][str(L)]["bpb"]',
-        'r["eval"][str(L)]["bpb"] - r["eval"][str(longest)]["bpb"]',
+        'r["eval"][str(twice)]["bpb"] - r["eval"][str(L)]["bpb"]',
+        'r["eval"][str(L)]["bpb"] - r["eval"][str(twice)]["bpb"]',
         "the signs are flipped",
     ),
     "ch12-ex2": (
@@ -107,7 +107,8 @@ WRONG: dict[str, tuple[str, str, str]] = {
         'if test["p_value"] < 0.05:',
         "some of these are not shown ahead",
     ),
-    "ch13-ex1": ("return 3 * m + 1", "return 3 * m", "the final carry"),
+    "ch13-ex1": ("[3 * t + 3 for t in range(m)]", "[3 * t + 2 for t in range(m)]",
+                 "expected"),
 }
 
 

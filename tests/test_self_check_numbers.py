@@ -613,27 +613,6 @@ def _(question):
     return {12, 8, 18, 20, 7, 512, 32}
 
 
-@checks("ch09", "fewest-sequences")
-def _(question):
-    sweep, mean = sweep_means("protocol/sweep.json")
-    sizes = sweep["grid"]["train_size"]
-    assert sizes == [32, 512]
-
-    def fits(scheme: str, size: int) -> bool:
-        return mean("encoder", "relative", scheme, 32, size) >= 0.9
-
-    fewest = {
-        scheme: next((size for size in sizes if fits(scheme, size)), None)
-        for scheme in sweep["grid"]["scheme"]
-    }
-    assert {s for s, z in fewest.items() if z == 32} == set(sweep["grid"]["scheme"]) - {
-        "none", "alibi", "sinusoidal"}
-    assert fewest["sinusoidal"] == 512
-    assert fewest["alibi"] is None and fewest["none"] is None
-    assert right(question).startswith("Every scheme that can represent")
-    return {32, 90, 512}
-
-
 @checks("ch10", "alibi-symmetry")
 def _(question):
     slopes = schemes.alibi_slopes(4, dtype=torch.float64)

@@ -3,7 +3,7 @@
 Shape legend:
     ch11-ex1: a function ``distances(stream) -> (bytes,)`` long tensor, the
         opener distance at every matched closer and 0 elsewhere;
-    ch11-ex2: a dict ``{scheme: bits per byte at 16 L minus at L}`` (mean over
+    ch11-ex2: a dict ``{scheme: bits per byte at 2 L minus at L}`` (mean over
         the seeds) of the causal text sweep
 """
 
@@ -16,6 +16,9 @@ import torch
 
 from ._core import as_tensor, call, exercise, fail, require_callable
 from .ch09 import fit
+
+#: ch11-ex2 reads the gains at this multiple of L: chapter 11 states 16 L's.
+GAIN_AT = 2
 
 #: Strings the opener-distance check runs the answer on (quotes, nesting, a reset).
 SAMPLES = (
@@ -52,16 +55,28 @@ def opener_distance_function(answer: Any) -> str:
                "ch11-ex1")
 
 
-def length_gain(causal: dict[str, Any]) -> dict[str, float]:
-    """Per scheme: mean bits per byte at the longest length minus at ``L``."""
-    from ..text.verdicts import length_gains
+def length_gain(
+    causal: dict[str, Any], length: int | None = None
+) -> dict[str, float]:
+    """Per scheme: mean bits per byte at ``length`` minus at ``L``.
 
-    return {s: statistics.fmean(v) for s, v in length_gains(causal).items()}
+    ``length`` is ``GAIN_AT`` times the training length unless given.
+    """
+    short = int(causal["config"]["train_length"])
+    at = str(GAIN_AT * short if length is None else length)
+    return {
+        scheme: statistics.fmean(
+            r["eval"][at]["bpb"] - r["eval"][str(short)]["bpb"]
+            for r in causal["runs"]
+            if r["scheme"] == scheme
+        )
+        for scheme in causal["grid"]["scheme"]
+    }
 
 
 @exercise("ch11-ex2")
 def length_gain_table(answer: Any, *, causal: dict[str, Any] | None = None) -> str:
-    """``{scheme: bpb(16 L) - bpb(L)}``, mean over seeds, within 0.005 bits."""
+    """``{scheme: bpb(2 L) - bpb(L)}``, mean over seeds, within 0.005 bits."""
     from .. import results
 
     causal = results.load("text_causal.json") if causal is None else causal
@@ -82,9 +97,16 @@ def length_gain_table(answer: Any, *, causal: dict[str, Any] | None = None) -> s
     if close(got):
         flat = [s for s, g in expected.items() if g <= 0.05]
         worst = max(expected, key=expected.get)
-        return fit(f"flat within 0.05 bits: {', '.join(flat)}; {worst} rises most, "
-                   f"{expected[worst]:+.2f} bits per byte.", "ch11-ex2")
+        return fit(f"flat within 0.05 bits at {GAIN_AT} L: {', '.join(flat)}; "
+                   f"{worst} rises most, {expected[worst]:+.2f} bits per byte.",
+                   "ch11-ex2")
     if close({s: -g for s, g in got.items()}):
-        fail("the signs are flipped: the gain is 16 L minus L")
-    fail("read each run's eval[str(n)]['bpb'] at n = L and n = 16 L, subtract, and "
+        fail(f"the signs are flipped: the gain is {GAIN_AT} L minus L")
+    short = int(causal["config"]["train_length"])
+    for n in causal["config"]["eval_lengths"][1:]:
+        at_n = length_gain(causal, n)
+        if n != GAIN_AT * short and all(abs(got[s] - at_n[s]) < 0.005 for s in at_n):
+            fail(f"those are the gains at {n} bytes; the exercise reads "
+                 f"{GAIN_AT} L, {GAIN_AT * short}")
+    fail("read each run's eval[str(n)]['bpb'] at n = L and n = 2 L, subtract, and "
          "average over the seeds (not the loss in nats: divide by ln 2)")

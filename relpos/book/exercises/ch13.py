@@ -1,9 +1,9 @@
 """Checks for chapter 13, distances that grow with the length.
 
 Shape legend:
-    ch13-ex1: a function ``needed(kind, n) -> int``, the largest distance ``i - j``
-        between an answer slot ``i`` and a token ``j`` its answer needs, for
-        ``kind`` in ``copy``, ``reverse``, ``mqar``, ``addition`` at length ``n``;
+    ch13-ex1: a function ``within(kind, n, d) -> int``, how many answer slots of a
+        length-``n`` sequence of ``kind`` (``copy``, ``reverse``, ``mqar``,
+        ``addition``) need no token more than ``d`` back (``i - j <= d``);
     ch13-ex2: two numbers, the exact-match chance of uniform guesses on ``copy``
         at length 32 (``V = 16`` symbols) and the exact-match bound of an encoder
         without positions there
@@ -28,65 +28,70 @@ TASK, LENGTH = "copy", 32
 
 
 def _distance(got: Any, what: str) -> int:
-    """``got`` as an int distance, or a hint naming ``what``."""
+    """``got`` as an int, or a hint naming ``what``."""
     if isinstance(got, torch.Tensor) and got.numel() == 1:
         got = got.item()
     if isinstance(got, bool) or not isinstance(got, numbers.Real):
-        fail(f"{what} must return an int distance, got {type(got).__name__} "
+        fail(f"{what} must return an int, got {type(got).__name__} "
              f"{got!r:.60}")
     if not math.isfinite(got) or got != int(got):
         fail(f"{what} must return a whole number of positions, got {got!r}")
     return int(got)
 
 
-def _needed_hint(kind: str, n: int, got: int, expected: int) -> str:
-    """The hint for ``needed(kind, n) == got`` where ``expected`` is right."""
-    from ..experiments.layouts import LAYOUTS, farthest_source
+#: The reaches ch13-ex1 asks about: 6, the farthest distance a table clipped at
+#: k = 8 gives a row of its own, and 14, the farthest one at k = 16.
+REACHES = (6, 14)
 
-    layout = LAYOUTS[kind]
-    m = layout.size(n)
-    where = f"needed({kind!r}, {n}) returned {got}"
-    as_size = farthest_source(kind, layout.per_size * n + layout.extra)
-    if got == as_size and got != expected:
-        return (f"{where}: that is the distance for a problem of size m = {n}, but n "
-                f"is the sequence length; first find m, the size that fits in n "
-                f"tokens (here m = {m})")
-    if kind == "addition" and got == 3 * m:
-        return (f"{where}: that is slot m - 1's farthest digit; the last slot, the "
-                "final carry, needs a_{m-1} too, one position farther")
-    if kind == "mqar" and got == 3 * m - 1:
-        return (f"{where}: that is the distance of the key k_0; the answer is its "
-                "value v_0, one token nearer (and a key cannot change alone: the "
-                "queries are the same keys again)")
-    if kind == "mqar" and got == 2 * m - 1:
-        return (f"{where}: that is query 0's farthest value; every later query sits "
-                "one position farther from the pairs")
-    if abs(got - expected) == 1:
-        return (f"{where}, off by one: the distance is the slot's position minus the "
-                "token's, i - j; lay out the sequence with its PAD at the start (if "
-                "n leaves a remainder) and its SEP or '=' before the answers, and "
-                "count the positions")
-    return (f"{where}, expected {expected}: write out a short sequence of the layout "
-            "(as the chapter lays them out), find each answer slot's farthest "
-            "needed token, and take the largest")
+
+def _within_hint(kind: str, n: int, d: int, got: int, far: torch.Tensor) -> str:
+    """The hint for ``within(kind, n, d) == got``; ``far`` is each slot's distance."""
+    where = f"within({kind!r}, {n}, {d}) returned {got}"
+    expected = int((far <= d).sum())
+    if got == int((far < d).sum()):
+        return (f"{where}: a token exactly {d} back is within reach; count the "
+                f"slots whose farthest needed token is at most {d} back")
+    if got == len(far) - expected:
+        return (f"{where}: that counts the slots that need a token beyond {d}; "
+                "count those that do not")
+    if got == int(far.max()):
+        return (f"{where}: that is the farthest distance any slot needs; the "
+                "answer counts answer slots")
+    if kind == "mqar" and got == len(far) != expected:
+        return (f"{where}: a query needs every value (its key may be any pair's), "
+                "the first pair's value v_0 included, which is farther for each "
+                "later query")
+    return (f"{where}, expected {expected}: write out a short sequence of the "
+            "layout, find each answer slot's farthest needed token (the chapter "
+            "gives each task's), and count the slots at most d back")
 
 
 @exercise("ch13-ex1")
-def farthest_needed(answer: Any) -> str:
-    """``answer(kind, n)`` equals ``layouts.farthest_source(kind, n)`` at several n."""
-    from ..experiments.layouts import LAYOUTS, farthest_source
+def slots_within_reach(answer: Any) -> str:
+    """``answer(kind, n, d)``: how many answer slots need no token beyond ``d`` back.
 
-    function = require_callable(answer, "a function needed(kind, n)")
+    Compared with ``layouts.needed_distances(kind, n)`` at ``LENGTHS`` and
+    ``REACHES``.
+    """
+    from ..experiments.layouts import LAYOUTS, needed_distances
+
+    function = require_callable(answer, "a function within(kind, n, d)")
     for kind in LAYOUTS:
         for n in LENGTHS:
-            what = f"needed({kind!r}, {n})"
-            got = _distance(call(function, kind, n, what=what), what)
-            expected = farthest_source(kind, n)
-            if got != expected:
-                fail(_needed_hint(kind, n, got, expected))
-    return fit("the farthest needed token is (n + 1) // 2 back for copy, 2m for "
-               "reverse, 3m - 2 for mqar and 3m + 1 for addition: each grows with "
-               "n, so no fixed window holds them all.", "ch13-ex1")
+            far = needed_distances(kind, n)  # (answers,)
+            for d in REACHES:
+                what = f"within({kind!r}, {n}, {d})"
+                got = _distance(call(function, kind, n, d, what=what), what)
+                if got != int((far <= d).sum()):
+                    fail(_within_hint(kind, n, d, got, far))
+    served = ", ".join(
+        f"{kind} {int((needed_distances(kind, 64) <= REACHES[0]).sum())} of "
+        f"{len(needed_distances(kind, 64))}"
+        for kind in LAYOUTS
+    )
+    return fit(f"at n = 64, distances up to {REACHES[0]} serve {served} answer "
+               "slots: a fixed window serves a shrinking share as n grows.",
+               "ch13-ex1")
 
 
 def _close(a: float, b: float) -> bool:
@@ -147,4 +152,4 @@ def exact_match_chance_and_bound(chance: Any, bound: Any, *, n: int = LENGTH) ->
                "from neither.", "ch13-ex2")
 
 
-__all__ = ["LENGTH", "LENGTHS", "TASK"]
+__all__ = ["LENGTH", "LENGTHS", "REACHES", "TASK"]
