@@ -111,6 +111,13 @@ class PublicNames(SphinxDirective):
             origins = self.options["from"].split()
             names = [n for n in names if home(package, n) in origins]
             names.sort(key=lambda n: _position(n, home(package, n)))
+        # A class or function re-exported by two packages (relpos and relpos.schemes
+        # both export DeBERTa's attention) is documented once a page, where the page
+        # first lists it: autodoc names it by its defining module either way.
+        shown = self.env.temp_data.setdefault("public_objects_shown", {})
+        objects = shown.setdefault(self.env.docname, set())
+        names = [n for n in names if _identity(package, n) not in objects]
+        objects.update(_identity(package, n) for n in names)
         done.update(names)
         if not names:
             return [no_names()]
@@ -122,6 +129,16 @@ class PublicNames(SphinxDirective):
         content = StringList(lines, source=self.get_source_info()[0])
         nested_parse_with_titles(self.state, content, container)
         return container.children
+
+
+def _identity(package: str, name: str) -> tuple[str, ...]:
+    """Where ``package.name`` is defined and the name it goes by, for a class or
+    function (the same object under one name in two packages gives one identity;
+    an alias keeps its own); the public name itself otherwise."""
+    value = getattr(importlib.import_module(package), name)
+    if inspect.isclass(value) or inspect.isfunction(value):
+        return (value.__module__, value.__qualname__, name)
+    return (package, name)
 
 
 def _position(name: str, origin: str) -> int:
