@@ -12,7 +12,8 @@ are projected from ``x_q`` and the attention sub-layer's residual adds ``x_q``:
 ``transformers``' ``DebertaV2Layer``. A causal encoder (a decoder's stack) is
 one whose attention is causal: ``AttentionConfig(causal=True)``.
 
-``DisentangledEncoder`` stacks such blocks around ``DisentangledSelfAttention``
+``DisentangledEncoder`` (``relpos.transformer``: the stack with DeBERTa's settings;
+``relpos.DisentangledEncoder``) stacks such blocks around ``DisentangledSelfAttention``
 and owns the one relative-position table that every layer reads, exactly as
 ``transformers``' ``DebertaV2Encoder`` does: the table goes through a LayerNorm
 (``norm_rel_ebd``) once per forward, and each layer sees its own dropout of it.
@@ -449,16 +450,6 @@ class DisentangledEncoderLayer(EncoderLayer):
             positions=positions, document_ids=document_ids, cache=cache,
             key_padding_mask=key_padding_mask, attn_mask=attn_mask, **extra,
         )
-
-
-def __getattr__(name: str):
-    # DisentangledEncoder is relpos.Transformer with DeBERTa's settings, defined
-    # beside it (relpos.transformer); the old import path still answers.
-    if name == "DisentangledEncoder":
-        from .transformer import DisentangledEncoder
-
-        return DisentangledEncoder
-    raise AttributeError(f"module 'relpos.encoder' has no attribute {name!r}")
 
 
 __all__ = [

@@ -236,7 +236,7 @@ def test_generate_refuses_bad_options_by_name():
 def test_the_stack_has_one_forward_that_prepares_the_input_once(monkeypatch):
     # DisentangledEncoder and the book's enhanced mask decoder run the stack's own
     from relpos.book.experiments.emd import EnhancedMaskDecoder
-    from relpos.encoder import DisentangledEncoder
+    from relpos.transformer import DisentangledEncoder
 
     for subclass in (DisentangledEncoder, EnhancedMaskDecoder):
         assert "run_layers" not in vars(subclass)

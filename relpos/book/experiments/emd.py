@@ -51,7 +51,7 @@ import torch
 from torch import nn
 
 from relpos.checks import check_int
-from relpos.encoder import DisentangledEncoder
+from relpos.transformer import DisentangledEncoder
 
 #: How many times the decoder applies the last layer (two in DeBERTa).
 EMD_PASSES = 2

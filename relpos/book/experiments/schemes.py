@@ -331,7 +331,7 @@ def disentangled_encoder(
         hidden_states: ``(b, n, hidden)``; attention_mask: ``(b, n)``
         output: ``(b, n, hidden)``
     """
-    from relpos.encoder import DisentangledEncoder
+    from relpos.transformer import DisentangledEncoder
 
     return DisentangledEncoder(
         config.num_layers,

@@ -26,7 +26,7 @@ import torch
 
 from relpos.attention import DisentangledSelfAttention
 from relpos.checks import check_int
-from relpos.encoder import DisentangledEncoder
+from relpos.transformer import DisentangledEncoder
 from relpos.positions import relative_positions
 
 from ..emd import EnhancedMaskDecoder
