@@ -129,7 +129,10 @@ class Config(Settings):
             the steps, then linear decay to zero). A sweep chooses it per
             (setting, task, scheme) from a grid (``tuning``).
         weight_decay: AdamW's decoupled weight decay.
-        hidden_size, num_heads, num_layers, intermediate_size: the encoder.
+        hidden_size: the encoder's width.
+        num_heads: its attention heads.
+        num_layers: its layers.
+        intermediate_size: its feed-forward width.
         max_relative_positions: the clipping span ``k`` of ``deberta`` (and of
             any other clipped scheme registered).
         position_buckets: log buckets per side of ``deberta-buckets``.
