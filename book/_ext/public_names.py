@@ -83,6 +83,20 @@ def autodoc_lines(package: str, name: str) -> list[str]:
     return lines + [""]
 
 
+def reexport_lines(package: str, name: str) -> list[str]:
+    """An entry for ``package.name``, documented in full under another name."""
+    value = getattr(importlib.import_module(package), name)
+    kind = "class" if inspect.isclass(value) else "function"
+    return [
+        f".. py:{kind}:: {name}",
+        f"   :module: {package}",
+        "",
+        f"   The same {kind} as :py:{'class' if kind == 'class' else 'func'}:"
+        f"`{_public_name(value)}`, under the name {package} uses.",
+        "",
+    ]
+
+
 def _public_name(value: type) -> str:
     """``relpos.X`` where the top-level package exports ``value`` as ``X``."""
     top = importlib.import_module(value.__module__.split(".")[0])
@@ -112,18 +126,23 @@ class PublicNames(SphinxDirective):
             names = [n for n in names if home(package, n) in origins]
             names.sort(key=lambda n: _position(n, home(package, n)))
         # A class or function re-exported by two packages (relpos and relpos.schemes
-        # both export DeBERTa's attention) is documented once a page, where the page
-        # first lists it: autodoc names it by its defining module either way.
+        # both export DeBERTa's attention) is documented in full once a page, where
+        # the page first lists it (autodoc's canonical name, its defining module's,
+        # would otherwise be described twice); the second package's name gets an
+        # entry that points to it.
         shown = self.env.temp_data.setdefault("public_objects_shown", {})
         objects = shown.setdefault(self.env.docname, set())
-        names = [n for n in names if _identity(package, n) not in objects]
-        objects.update(_identity(package, n) for n in names)
         done.update(names)
         if not names:
             return [no_names()]
         lines: list[str] = []
         for name in names:
-            lines += autodoc_lines(package, name)
+            identity = _identity(package, name)
+            if identity in objects:
+                lines += reexport_lines(package, name)
+            else:
+                objects.add(identity)
+                lines += autodoc_lines(package, name)
         container = nodes.section()
         container.document = self.state.document
         content = StringList(lines, source=self.get_source_info()[0])
