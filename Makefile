@@ -205,6 +205,41 @@ interventions: $(TEST_ENV)
 	  --runs-dir .sweep-runs/interventions \
 	  --output $(PROTOCOL_RESULTS)/interventions.json
 
+# The mechanisms of chapters 11 to 13 by intervention (issue 34, item 3): designs,
+# predictions and falsifiers, written before any run, in relpos.book.experiments.
+# interventions.mechanisms; verdicts in verdicts.mechanisms (one ledger record per
+# design, `untested` naming this target until its records exist). `mechanisms`
+# trains three interventions of the interventions CLI at the committed sweeps'
+# settings, ten seeds: DeBERTa on mqar at three rates (30 runs, 25 s each), the
+# sinusoids and the table on relative at one rate (40 runs, 8 s) and DeBERTa on
+# copy at k = 8 and 16 (20 runs, 35 s); one run of each timed on one core of a
+# 2-core machine shared with other work: about 1650 s of runs, 15 minutes on two
+# workers. Its runs folder is committed, keyed on the interventions' MEASURES,
+# not the version, so it resumes across sessions. `mechanisms-text`: causal T5
+# on text with its buckets ending at L and at L / 2, each tuned on two tuning
+# seeds, then ten seeds: about 2 x 17 runs; one run (L / 2, seed 0) took 277 s
+# on the loaded machine (225 s training; the text sweep's T5 runs took 60 to
+# 90 s with the cores free): 20 to 80 minutes on two workers.
+MECHANISMS := mqar_rates,sinusoid_one_rate,deberta_reach
+MECHANISMS_TEXT := $(BIN)/python -m relpos.book.text --runs-dir .sweep-runs --quiet \
+	--setting causal --schemes t5 --seeds 0,1,2,3,4,5,6,7,8,9 --tune-seeds 100,101 \
+	--train-length 64 --eval-lengths 64,128,256,512,1024 --eval-bytes 32768 \
+	--steps 1000 --workers 2
+
+.PHONY: mechanisms mechanisms-text
+mechanisms: $(TEST_ENV)
+	$(BIN)/python -m relpos.book.experiments.interventions --quiet --workers 2 \
+	  --only $(MECHANISMS) --runs-dir $(RESULTS)/probes/mechanisms/runs \
+	  --output $(PROTOCOL_RESULTS)/mechanisms.json
+	$(BIN)/python -m relpos.book.results
+
+mechanisms-text: $(TEST_ENV)
+	$(MECHANISMS_TEXT) --t5-max-distance 64 \
+	  --output $(RESULTS)/probes/mechanism_t5_max_64.json
+	$(MECHANISMS_TEXT) --t5-max-distance 32 \
+	  --output $(RESULTS)/probes/mechanism_t5_max_32.json
+	$(BIN)/python -m relpos.book.results
+
 # The tasks whose needed distance grows with the length (results/protocol/
 # sweep_tasks.json + .png): copy, reverse, multi-query associative recall and
 # decimal addition (relpos.book.experiments.layouts), as causal decoders of two

@@ -25,12 +25,19 @@ from pathlib import Path
 from typing import Any
 
 from ..experiments import verdicts as synthetic
-from ..experiments.verdicts import first_pass, interventions, probes, tasks, wide
+from ..experiments.verdicts import (
+    first_pass,
+    interventions,
+    mechanisms,
+    probes,
+    tasks,
+    wide,
+)
 from ..text import verdicts as text
 from . import ledger
 
 #: The rule modules, in the ledger's order.
-SOURCES = (synthetic, text, probes, first_pass, interventions, tasks, wide)
+SOURCES = (synthetic, text, probes, first_pass, interventions, mechanisms, tasks, wide)
 #: The folder of the results and of ``claims.json``.
 FOLDER = Path(__file__).parent
 

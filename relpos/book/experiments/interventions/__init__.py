@@ -17,6 +17,11 @@ reports the result whichever way it goes:
   resolution"; its bias gap against the number of competing keys, and the
   encoder's keys cut to the causal ones.
 
+- ``mqar_rates``, ``sinusoid_one_rate``, ``deberta_reach``: three of the six
+  mechanisms of chapters 11 to 13 (``mechanisms``: each design's prediction,
+  falsifier and arms, written before the runs; ``make mechanisms``), the first
+  and last trained twice with one setting changed (``retrained``).
+
 ``surgery`` runs a trained model with one thing changed (per-layer pair
 masks, a redirected table row); ``run`` trains every cell through the sweep's
 engine and runs folder and writes one JSON; the command line is

@@ -61,9 +61,9 @@ MQAR_SPREAD = Design(
         "Chapter 13 quotes one seed of DeBERTa at 100%, 100% and 98% on mqar at "
         "L, 2L and 4L. The committed ten seeds split into two groups: five stay "
         "between 27% and 32% at L, the others reach 56% to 100%. Suspected: "
-        "an optimisation lottery of the seed at the rate chosen on two tuning seeds (0.004), not "
-        "a property of the table: a seed either finds the retrieval circuit in "
-        "1000 steps or stays on the plateau."
+        "an optimisation lottery of the seed at the rate chosen on two "
+        "tuning seeds (0.004), not a property of the table: a seed either "
+        "finds the retrieval circuit in 1000 steps or stays on the plateau."
     ),
     prediction=(
         "Reported as a spread, not as one seed: the mean over the ten committed "

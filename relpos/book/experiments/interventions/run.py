@@ -25,7 +25,8 @@ training and measuring, records read back from the runs folder included);
 ``wall_seconds`` is this invocation's.
 
 A run's record is its intervention's ``measure``'s (``row_zero``,
-``sinusoid``, ``two_hop``, ``causal_t5``); ``comparisons`` need two seeds or
+``sinusoid``, ``two_hop``, ``causal_t5``, ``retrained``); a cell's ``changes``
+set one field of its sweep's config (an arm's rate or span); ``comparisons`` need two seeds or
 more (with one they are empty).
 """
 
@@ -45,7 +46,8 @@ from ..config import Config
 from ..engine import execute, open_engine
 from ..store import RunStore
 from ..sweep import run_header
-from . import causal_t5, row_zero, sinusoid, two_hop
+from . import causal_t5, retrained, row_zero, sinusoid, two_hop
+from .mechanisms import DEBERTA_REACH, MQAR_SPREAD, SINUSOID_ONE_RATE
 from .sinusoid import PAIRED_WITH
 
 #: The seeds of every compared pair (ten, as the headline verdicts need).
@@ -54,8 +56,11 @@ DEFAULT_SEEDS = tuple(range(10))
 SCHEMA = 1
 #: The version of the measurements in a run's record: raise it whenever a
 #: ``measure`` changes, and the records of older versions in a runs folder are
-#: run again instead of read back (the folder's key knows only the config).
+#: run again instead of read back.
 MEASURES = 1
+#: What keys a run's record besides its config: this version, not relpos's, so a
+#: runs folder committed to git (``make mechanisms``) outlives a version bump.
+STAMP = {"probe": "interventions", "schema": MEASURES}
 
 
 @dataclass(frozen=True)
@@ -64,7 +69,9 @@ class Cell:
 
     ``result``: the committed sweep (``relpos.book.results``) whose ``config``
     and chosen learning rate the cell takes; ``rate_of``: the scheme whose
-    chosen rate it trains at (``None``: its own).
+    chosen rate it trains at (``None``: its own); ``changes``: ``(field,
+    value)`` pairs of ``Config`` set after the sweep's (an arm's one change:
+    a rate, a span).
     """
 
     result: str
@@ -74,6 +81,7 @@ class Cell:
     train_size: int
     num_layers: int = 1
     rate_of: str | None = None
+    changes: tuple[tuple[str, Any], ...] = ()
 
     @property
     def key(self) -> tuple[str, str, str, int]:
@@ -102,6 +110,23 @@ def _sinusoid_cells() -> tuple[Cell, ...]:
         for scheme, rate_of in arms
     )
 
+
+def _one_rate_cells() -> tuple[Cell, ...]:
+    """Every sinusoid arm and the table at the learned factor's tuned rate."""
+    schemes = ("sinusoidal", *PAIRED_WITH, "absolute")
+    return tuple(
+        Cell("sweep_scale.json", "encoder", "relative", scheme, 32,
+             rate_of="sinusoidal-scale")
+        for scheme in schemes
+    )
+
+
+#: The rates of ``mqar_rates``: the sweep's choice for DeBERTa on mqar and its
+#: neighbours on the sweep's grid.
+MQAR_RATES = (0.002, 0.004, 0.008)
+#: The spans of ``deberta_reach``: the sweep's k and one with a row for every
+#: distance a training sequence of length 16 holds.
+REACH_SPANS = (8, 16)
 
 INTERVENTIONS: dict[str, Intervention] = {
     item.name: item
@@ -147,17 +172,54 @@ INTERVENTIONS: dict[str, Intervention] = {
             causal_t5.measure,
             causal_t5.comparisons,
         ),
+        Intervention(
+            "mqar_rates",
+            MQAR_SPREAD.claim,
+            "the learning rate alone: the sweep's 0.004 against its grid "
+            "neighbours 0.002 and 0.008; same seeds, data and initial weights",
+            tuple(
+                Cell("sweep_tasks.json", "causal", "mqar", "deberta", 32768,
+                     num_layers=2, changes=(("learning_rate", rate),))
+                for rate in MQAR_RATES
+            ),
+            retrained.measure,
+            retrained.rates,
+        ),
+        Intervention(
+            "sinusoid_one_rate",
+            SINUSOID_ONE_RATE.claim,
+            "the same sinusoid times a learned factor, every arm at one rate "
+            "(the learned factor's tuned 0.01); same seed, data and batches",
+            _one_rate_cells(),
+            sinusoid.measure,
+            sinusoid.comparisons,
+        ),
+        Intervention(
+            "deberta_reach",
+            DEBERTA_REACH.claim,
+            "DeBERTa's span k = 16 (a row for every distance up to 15) against "
+            "the sweep's k = 8, at the sweep's rate; same seeds, data, batches",
+            tuple(
+                Cell("sweep_tasks.json", "causal", "copy", "deberta", 32768,
+                     num_layers=2, changes=(("max_relative_positions", k),))
+                for k in REACH_SPANS
+            ),
+            retrained.measure,
+            retrained.spans,
+        ),
     )
 }
 
 
 def _measures() -> dict[tuple[str, str, str, int], Intervention]:
+    """The intervention that measures each cell key; two may share a key only
+    when they measure it alike (the sinusoid at two rates)."""
     found: dict[tuple[str, str, str, int], Intervention] = {}
     for item in INTERVENTIONS.values():
         for cell in item.cells:
-            if found.get(cell.key, item) is not item:
+            if found.get(cell.key, item).measure is not item.measure:
                 raise ValueError(f"cell {cell.key} belongs to two interventions")
-            found[cell.key] = item
+            found.setdefault(cell.key, item)
     return found
 
 
@@ -251,7 +313,7 @@ def cell_config(
         seed=seed,
         learning_rate=chosen_rate(result, cell),
     )
-    return config.replace(**dict(changes or {}))
+    return config.replace(**{**dict(cell.changes), **dict(changes or {})})
 
 
 def _drop_stale(store: RunStore, config: Config) -> None:
@@ -309,7 +371,7 @@ def run_interventions(
         for cell in INTERVENTIONS[name].cells
         for seed in seeds
     ]
-    store = RunStore(runs_dir)
+    store = RunStore(runs_dir, stamp=STAMP)
     for _, _, config in planned:
         _drop_stale(store, config)
     start = time.perf_counter()
@@ -365,7 +427,10 @@ __all__ = [
     "INTERVENTIONS",
     "Intervention",
     "MEASURES",
+    "MQAR_RATES",
+    "REACH_SPANS",
     "SCHEMA",
+    "STAMP",
     "cell_config",
     "chosen_rate",
     "intervention_of",

@@ -1,0 +1,327 @@
+"""The ledger's records of the six mechanisms (``interventions.mechanisms``).
+
+One record per design, in the designs' order, whatever has run:
+
+- ``mechanism-mqar-spread`` from the committed task sweep
+  (``protocol/sweep_tasks.json``): DeBERTa's ``mqar`` accuracy over its ten
+  seeds, the mean's bootstrap interval, the seeds that reach :data:`~.rules.FIT`.
+  ``holds`` (DeBERTa learns recall) when the interval's low end reaches FIT,
+  ``fails`` when no seed does, ``qualified`` otherwise; and
+  ``mechanism-mqar-rates``, the re-tune arm.
+- ``mechanism-sinusoid-one-rate``, ``mechanism-deberta-reach``: from the
+  interventions' file of ``make mechanisms`` (``protocol/mechanisms.json``).
+- the text designs (``mechanism-t5-last-bucket``, ``mechanism-masked-far-keys``,
+  ``mechanism-fire-settings``): ``untested`` with their command or the reason.
+
+A design whose file or intervention is missing gets an ``untested`` record that
+names the command to run (:func:`pending`); every record carries the design's
+prediction and falsifier, written before the runs.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any, Callable
+
+from ...results import ledger
+from ...stats import bootstrap_interval, paired_test
+from ..interventions.mechanisms import (
+    DEBERTA_REACH,
+    DESIGNS,
+    MQAR_SPREAD,
+    SINUSOID_ONE_RATE,
+    T5_LAST_BUCKET,
+    Design,
+)
+from ..interventions.run import MQAR_RATES, REACH_SPANS
+from .interventions import comparison, describe, differences, shown
+from .protocol import FOLDER
+from .rules import FALL, FIT, make_record, percent
+
+#: The interventions' file of ``make mechanisms``, in the protocol's folder.
+FILE = "mechanisms.json"
+#: The committed task sweep chapter 13 reads (DeBERTa's mqar spread).
+TASKS = "sweep_tasks.json"
+#: The text sweeps of ``make mechanisms-text``: T5's buckets ending at L and L / 2,
+#: relative to the results folder (``t5_last_bucket``).
+T5_FILES = {
+    64: "probes/mechanism_t5_max_64.json",
+    32: "probes/mechanism_t5_max_32.json",
+}
+#: The rise from L to the longest window a flat arm stays within (bits per byte).
+FLAT_BPB = 0.1
+#: Seeds below this accuracy at ``L`` count as stranded (``mqar_rates``).
+STRANDED = 0.5
+#: How many stranded seeds of ten keep the split (``mqar_rates``).
+SPLIT = 3
+
+
+def _with_design(record: dict[str, Any], design: Design) -> dict[str, Any]:
+    return ledger.check_record(
+        {**record, "prediction": design.prediction, "falsifier": design.falsifier}
+    )
+
+
+def pending(design: Design, record_id: str | None = None) -> dict[str, Any]:
+    """The ``untested`` record of a design whose results do not exist yet.
+
+    Shapes:
+        output: a record dict (``ledger.check_record``)
+    """
+    how = design.target
+    reason = f"untested: {how}" if how.startswith("make ") else f"untested ({how})"
+    record = {
+        "id": record_id or design.id,
+        "chapter": design.chapter,
+        "claim": design.claim,
+        "verdict": "untested",
+        "mechanism": f"{reason[0].upper()}{reason[1:]}. {design.mechanism}",
+        "evidence": {"file": T5_FILES[32] if design is T5_LAST_BUCKET
+                     else f"{FOLDER}/{FILE}", "keys": []},
+        "seeds": 0,
+    }
+    return _with_design(record, design)
+
+
+def mqar_spread(sweep: dict[str, Any]) -> dict[str, Any]:
+    """``mechanism-mqar-spread``: DeBERTa's ten mqar seeds, from the task sweep.
+
+    Shapes:
+        output: a record; its values: DeBERTa's accuracy at ``L`` per seed
+    """
+    lengths = sweep["config"]["test_lengths"]
+    rows = {s["length"]: s for s in sweep["summary"]
+            if (s["task"], s["scheme"]) == ("mqar", "deberta")}
+    if sorted(rows) != sorted(lengths):
+        raise ValueError(f"{TASKS} must hold deberta on mqar at {lengths}")
+    at_l = rows[lengths[0]]
+    values = list(at_l["values"])
+    low = ledger_interval(values)[0]
+    reached = sum(v >= FIT for v in values)
+    verdict = "holds" if low >= FIT else "fails" if reached == 0 else "qualified"
+    parts = []
+    for n in lengths:
+        row, interval = rows[n], ledger_interval(rows[n]["values"])
+        parts.append(
+            f"n = {n}: mean {percent(row['mean'])} ({percent(interval[0])} to "
+            f"{percent(interval[1])}), seeds {percent(min(row['values']))} to "
+            f"{percent(max(row['values']))}"
+        )
+    record = make_record(
+        MQAR_SPREAD.id, MQAR_SPREAD.chapter, MQAR_SPREAD.claim, verdict,
+        "Over the ten seeds, with the 95% bootstrap interval of the mean: "
+        + "; ".join(parts) + f". {reached} of {len(values)} seeds reach "
+        f"{percent(FIT)} at L; {sum(v < STRANDED for v in values)} stay below "
+        f"{percent(STRANDED)}. One seed's result is not the scheme's.",
+        (f"{FOLDER}/{TASKS}", ["summary"]),
+        values,
+    )
+    return _with_design(record, MQAR_SPREAD)
+
+
+def ledger_interval(values: list[float]) -> list[float]:
+    """The 95% bootstrap interval of the mean of ``values`` (``relpos.book.stats``)."""
+    return list(bootstrap_interval(values))
+
+
+def mqar_rates(result: dict[str, Any]) -> dict[str, Any]:
+    """``mechanism-mqar-rates``: the chosen rate's neighbours, ten seeds each.
+
+    ``fails`` (the rate, not the seed, strands seeds) when a neighbouring rate
+    shows a gain at ``L`` of more than :data:`~.rules.FALL` or leaves fewer than
+    :data:`SPLIT` seeds below :data:`STRANDED`; ``holds`` otherwise.
+    """
+    name = "mqar_rates"
+    runs = result["interventions"][name]["runs"]
+    short = min(int(n) for r in runs for n in r["arms"]["trained"])
+    base = MQAR_RATES[len(MQAR_RATES) // 2]
+    tests = [comparison(result, name, f"learning_rate {rate:g} - {base:g}, n = {short}")
+             for rate in MQAR_RATES if rate != base]
+    stranded = {rate: sum(r["arms"]["trained"][str(short)] < STRANDED for r in runs
+                          if r["learning_rate"] == rate) for rate in MQAR_RATES}
+    lifted = [c for c in tests if shown(c) > 0 and c["mean"] > FALL]
+    verdict = ("fails" if lifted or min(stranded.values()) < SPLIT else "holds")
+    best = max(tests, key=lambda c: c["mean"])
+    record = make_record(
+        "mechanism-mqar-rates", MQAR_SPREAD.chapter, MQAR_SPREAD.claim, verdict,
+        f"At L, paired over the seeds: " + "; ".join(describe(c) for c in tests)
+        + ". Seeds below " + percent(STRANDED) + ": "
+        + ", ".join(f"{rate:g} {count}" for rate, count in stranded.items()) + ".",
+        (f"{FOLDER}/{FILE}", ["interventions", name]),
+        differences(best),
+        intervention=result["interventions"][name]["change"],
+    )
+    return _with_design(record, MQAR_SPREAD)
+
+
+def sinusoid_one_rate(result: dict[str, Any]) -> dict[str, Any]:
+    """``mechanism-sinusoid-one-rate``: every sinusoid arm at one rate, at ``L``.
+
+    ``fails`` (the size, not the likeness of the rows, is the cause; or the
+    plain sinusoid fits at this rate, so the rate was) when a scaled arm shows a
+    gain and reaches :data:`~.rules.FIT`, or the plain sinusoid reaches FIT;
+    ``qualified`` when a scaled arm shows a smaller gain; ``holds`` when none
+    shows a gain.
+    """
+    name = "sinusoid_one_rate"
+    runs = result["interventions"][name]["runs"]
+    size = min(r["train_size"] for r in runs)
+    short = min(int(n) for r in runs for n in r["arms"]["trained"])
+    arms = [s for s in dict.fromkeys(r["scheme"] for r in runs)
+            if s.startswith("sinusoidal-")]
+    tests = [comparison(result, name, f"{arm} - sinusoidal, {size} sequences, "
+                        f"n = {short}") for arm in arms]
+    best = max(tests, key=lambda c: c["mean"])
+    plain = statistics.fmean(best["b_values"])
+    if plain >= FIT:
+        verdict = "fails"
+    elif shown(best) > 0:
+        verdict = "fails" if statistics.fmean(best["a_values"]) >= FIT else "qualified"
+    else:
+        verdict = "holds"
+    rate = sorted({r["learning_rate"] for r in runs})
+    record = make_record(
+        SINUSOID_ONE_RATE.id, SINUSOID_ONE_RATE.chapter, SINUSOID_ONE_RATE.claim,
+        verdict,
+        f"Every arm at {', '.join(f'{x:g}' for x in rate)}, {size} sequences, at L: "
+        + "; ".join(describe(c) for c in tests) + ". Only the learned factor differs "
+        "between the sinusoids.",
+        (f"{FOLDER}/{FILE}", ["interventions", name]),
+        differences(best),
+        intervention=result["interventions"][name]["change"],
+    )
+    return _with_design(record, SINUSOID_ONE_RATE)
+
+
+def deberta_reach(result: dict[str, Any]) -> dict[str, Any]:
+    """``mechanism-deberta-reach``: k = 16 against k = 8 on copy, at ``L``.
+
+    ``holds`` when k = 16 shows a gain and reaches :data:`~.rules.FIT`,
+    ``qualified`` when it shows a smaller gain, ``fails`` when none.
+    """
+    name = "deberta_reach"
+    runs = result["interventions"][name]["runs"]
+    lengths = sorted({int(n) for r in runs for n in r["arms"]["trained"]})
+    small, large = REACH_SPANS[0], REACH_SPANS[-1]
+    tests = [comparison(result, name, f"max_relative_positions {large:g} - "
+                        f"{small:g}, n = {n}") for n in lengths]
+    at_l = tests[0]
+    if shown(at_l) > 0:
+        verdict = "holds" if statistics.fmean(at_l["a_values"]) >= FIT else "qualified"
+    else:
+        verdict = "fails"
+    record = make_record(
+        DEBERTA_REACH.id, DEBERTA_REACH.chapter, DEBERTA_REACH.claim, verdict,
+        f"k = {large} against k = {small}, paired over the seeds: "
+        + "; ".join(f"n = {n}: {describe(c)}" for n, c in zip(lengths, tests)) + ".",
+        (f"{FOLDER}/{FILE}", ["interventions", name]),
+        differences(at_l),
+        intervention=result["interventions"][name]["change"],
+    )
+    return _with_design(record, DEBERTA_REACH)
+
+
+def rises(sweep: dict[str, Any]) -> dict[int, float]:
+    """Per seed, T5's bits per byte at the longest window minus at ``L``.
+
+    Shapes:
+        output: ``{seed: float}``
+    """
+    short, long = min(sweep["config"]["eval_lengths"]), max(
+        sweep["config"]["eval_lengths"])
+    found: dict[int, dict[int, float]] = {}
+    for run in sweep["runs"]:
+        if run["scheme"] == "t5":
+            found[run["seed"]] = {n: run["eval"][str(n)]["bpb"] for n in (short, long)}
+    return {seed: bpb[long] - bpb[short] for seed, bpb in sorted(found.items())}
+
+
+def t5_last_bucket(ending_at_l: dict[str, Any], shorter: dict[str, Any]) -> dict:
+    """``mechanism-t5-last-bucket``: the rise to 16L, buckets ending at L and L / 2.
+
+    ``holds`` when the paired difference of the rises (ending at L minus ending
+    at L / 2) is shown above zero and the shorter arm rises at most
+    :data:`FLAT_BPB`; ``qualified`` when shown but the shorter arm rises more;
+    ``fails`` otherwise.
+    """
+    a, b = rises(ending_at_l), rises(shorter)
+    if set(a) != set(b) or len(a) < 2:
+        raise ValueError(f"both T5 sweeps must hold the same two or more seeds, got "
+                         f"{sorted(a)} and {sorted(b)}")
+    seeds = sorted(a)
+    test = {**paired_test([a[s] for s in seeds], [b[s] for s in seeds]),
+            "a_values": [a[s] for s in seeds], "b_values": [b[s] for s in seeds]}
+    flat = statistics.fmean(test["b_values"]) <= FLAT_BPB
+    verdict = ("fails" if shown(test) <= 0 else "holds" if flat else "qualified")
+    low, high = test["interval"]
+    record = make_record(
+        T5_LAST_BUCKET.id, T5_LAST_BUCKET.chapter, T5_LAST_BUCKET.claim, verdict,
+        f"Rise from L to the longest window, bits per byte: buckets ending at L "
+        f"{statistics.fmean(test['a_values']):+.2f}, ending at L / 2 "
+        f"{statistics.fmean(test['b_values']):+.2f}; difference {test['mean']:+.2f} "
+        f"({low:+.2f} to {high:+.2f}), p = {test['p_value']:.3f}.",
+        (T5_FILES[32], ["runs"]),
+        [x - y for x, y in zip(test["a_values"], test["b_values"])],
+        intervention="T5's buckets ending at L / 2 instead of L; each arm tuned "
+        "on validation text at L; same seeds and corpus",
+    )
+    return _with_design(record, T5_LAST_BUCKET)
+
+
+#: The rules of the interventions of ``FILE``: name -> (record id, rule).
+RULES: dict[str, tuple[Design, str, Callable[[dict[str, Any]], dict[str, Any]]]] = {
+    "mqar_rates": (MQAR_SPREAD, "mechanism-mqar-rates", mqar_rates),
+    "sinusoid_one_rate": (SINUSOID_ONE_RATE, SINUSOID_ONE_RATE.id, sinusoid_one_rate),
+    "deberta_reach": (DEBERTA_REACH, DEBERTA_REACH.id, deberta_reach),
+}
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def records(folder: str | Path) -> list[dict[str, Any]]:
+    """One record per design (two for mqar), in :data:`DESIGNS` order.
+
+    Shapes:
+        output: record dicts (``ledger.check_record``)
+    """
+    results = Path(folder)
+    folder = results / FOLDER
+    sweep, result = _read(folder / TASKS), _read(folder / FILE)
+    t5 = {end: _read(results / path) for end, path in T5_FILES.items()}
+    held = {} if result is None else result["interventions"]
+    found = []
+    for design in DESIGNS:
+        if design is MQAR_SPREAD:
+            found.append(pending(design) if sweep is None else mqar_spread(sweep))
+        for name, (owner, record_id, rule) in RULES.items():
+            if owner is design:
+                found.append(rule(result) if name in held
+                             else pending(design, record_id))
+        if design is T5_LAST_BUCKET and None not in t5.values():
+            found.append(t5_last_bucket(t5[64], t5[32]))
+        elif design not in {owner for owner, _, _ in RULES.values()}:
+            found.append(pending(design))
+    return found
+
+
+__all__ = [
+    "FILE",
+    "RULES",
+    "SPLIT",
+    "STRANDED",
+    "TASKS",
+    "FLAT_BPB",
+    "T5_FILES",
+    "deberta_reach",
+    "mqar_rates",
+    "mqar_spread",
+    "pending",
+    "records",
+    "rises",
+    "sinusoid_one_rate",
+    "t5_last_bucket",
+]
