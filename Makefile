@@ -216,13 +216,15 @@ interventions: $(TEST_ENV)
 # 2-core machine shared with other work: about 1650 s of runs, 15 minutes on two
 # workers. Its runs folder is committed, keyed on the interventions' MEASURES,
 # not the version, so it resumes across sessions. `mechanisms-text`: causal T5
-# on text with its buckets ending at L and at L / 2, each tuned on two tuning
-# seeds, then ten seeds: about 2 x 17 runs; one run (L / 2, seed 0) took 277 s
-# on the loaded machine (225 s training; the text sweep's T5 runs took 60 to
-# 90 s with the cores free): 20 to 80 minutes on two workers.
+# on text with its buckets ending at L and at L / 2, and FIRE with its threshold
+# starting at L and at L / 4 (`fire-quarter`), each tuned on two tuning seeds,
+# then ten seeds: about 4 x 17 runs; one run (T5 ending at L / 2, seed 0) took
+# 277 s on the loaded machine (225 s training; the text sweep's T5 and FIRE runs
+# took 60 to 90 s with the cores free): about 40 minutes to 2.5 hours on two
+# workers. Its runs share the text sweeps' folder (keyed on the version).
 MECHANISMS := mqar_rates,sinusoid_one_rate,deberta_reach
 MECHANISMS_TEXT := $(BIN)/python -m relpos.book.text --runs-dir .sweep-runs --quiet \
-	--setting causal --schemes t5 --seeds 0,1,2,3,4,5,6,7,8,9 --tune-seeds 100,101 \
+	--setting causal --seeds 0,1,2,3,4,5,6,7,8,9 --tune-seeds 100,101 \
 	--train-length 64 --eval-lengths 64,128,256,512,1024 --eval-bytes 32768 \
 	--steps 1000 --workers 2
 
@@ -234,9 +236,9 @@ mechanisms: $(TEST_ENV)
 	$(BIN)/python -m relpos.book.results
 
 mechanisms-text: $(TEST_ENV)
-	$(MECHANISMS_TEXT) --t5-max-distance 64 \
-	  --output $(RESULTS)/probes/mechanism_t5_max_64.json
-	$(MECHANISMS_TEXT) --t5-max-distance 32 \
+	$(MECHANISMS_TEXT) --schemes t5,fire,fire-quarter --t5-max-distance 64 \
+	  --output $(RESULTS)/probes/mechanism_text.json
+	$(MECHANISMS_TEXT) --schemes t5 --t5-max-distance 32 \
 	  --output $(RESULTS)/probes/mechanism_t5_max_32.json
 	$(BIN)/python -m relpos.book.results
 

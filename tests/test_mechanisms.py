@@ -125,11 +125,50 @@ def test_mqar_spread_from_the_committed_sweep():
     assert low < sum(values) / 10 < high
 
 
-def _text_sweep(rise):
+def _text_sweep(rise, scheme="t5"):
     return {"config": {"eval_lengths": [64, 1024]}, "runs": [
-        {"scheme": "t5", "seed": s,
+        {"scheme": scheme, "seed": s,
          "eval": {"64": {"bpb": 2.0}, "1024": {"bpb": 2.0 + rise(s)}}}
         for s in SEEDS]}
+
+
+def test_fire_verdict_holds_and_fails():
+    def both(fire, quarter):
+        found = _text_sweep(fire, "fire")
+        found["runs"] += _text_sweep(quarter, "fire-quarter")["runs"]
+        return found
+
+    def rising(s):
+        return 0.57 + 0.01 * s
+
+    def flat(s):
+        return 0.05 + 0.001 * s
+
+    assert verdicts.fire_settings(both(rising, flat))["verdict"] == "holds"
+    assert verdicts.fire_settings(both(rising, rising))["verdict"] == "fails"
+
+
+def test_fire_quarter_changes_only_the_threshold():
+    import torch
+
+    from relpos.book.text.config import TextConfig
+    from relpos.book.text.lm import language_model
+    from relpos.schemes import FireBias
+
+    def biases(scheme):
+        torch.manual_seed(0)
+        config = TextConfig(setting="causal", scheme=scheme, seed=0,
+                            learning_rate=0.01, train_length=64)
+        return [m for m in language_model(config).modules()
+                if isinstance(m, FireBias)]
+
+    plain, quarter = biases("fire"), biases("fire-quarter")
+    assert len(plain) == len(quarter) == 2
+    assert [float(b.initial_threshold) for b in plain] == [64.0, 64.0]
+    assert [float(b.initial_threshold) for b in quarter] == [16.0, 16.0]
+    for a, b in zip(plain, quarter):
+        assert a.causal and b.causal and a.width == b.width == 32
+        assert a.c.item() == b.c.item() == pytest.approx(0.1)
 
 
 def test_t5_verdict_holds_and_fails():

@@ -192,3 +192,4 @@ __all__ = [
 # The interventions' schemes (a sinusoid with a learned scale) are schemes like any
 # other: registered here so that a sweep and its command line know them.
 from .interventions import scaled as _scaled  # noqa: E402,F401
+from .interventions import fire_threshold as _fire_threshold  # noqa: E402,F401

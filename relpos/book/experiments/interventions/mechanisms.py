@@ -279,8 +279,8 @@ FIRE_SETTINGS = Design(
         "(the sweep) and at L / 4, rates tuned per arm, seeds 0..9. Only the "
         "threshold's start changes (it is learned in both)."
     ),
-    target="not wired: FIRE's starting threshold is not a setting of TextConfig",
-    cost="2 arms x (10 seeds + tuning); one FIRE run in the masked sweep: 33-35 s",
+    target="make mechanisms-text",
+    cost="2 arms x (10 seeds + tuning), fire-quarter (interventions.fire_threshold)",
 )
 
 #: Every design, cheapest first (the order of the ledger's records).

@@ -26,8 +26,8 @@ training and measuring, records read back from the runs folder included);
 
 A run's record is its intervention's ``measure``'s (``row_zero``,
 ``sinusoid``, ``two_hop``, ``causal_t5``, ``retrained``); a cell's ``changes``
-set one field of its sweep's config (an arm's rate or span); ``comparisons`` need two seeds or
-more (with one they are empty).
+set one field of its sweep's config (an arm's rate or span); ``comparisons``
+need two seeds or more (with one they are empty).
 """
 
 from __future__ import annotations

@@ -10,8 +10,10 @@ One record per design, in the designs' order, whatever has run:
   ``mechanism-mqar-rates``, the re-tune arm.
 - ``mechanism-sinusoid-one-rate``, ``mechanism-deberta-reach``: from the
   interventions' file of ``make mechanisms`` (``protocol/mechanisms.json``).
-- the text designs (``mechanism-t5-last-bucket``, ``mechanism-masked-far-keys``,
-  ``mechanism-fire-settings``): ``untested`` with their command or the reason.
+- ``mechanism-t5-last-bucket`` and ``mechanism-fire-settings``: from the text
+  sweeps of ``make mechanisms-text`` (:data:`T5_FILES`), the rise from ``L`` to
+  the longest window paired by seed between the two arms;
+  ``mechanism-masked-far-keys``: ``untested``, with the reason (not wired).
 
 A design whose file or intervention is missing gets an ``untested`` record that
 names the command to run (:func:`pending`); every record carries the design's
@@ -30,6 +32,7 @@ from ...stats import bootstrap_interval, paired_test
 from ..interventions.mechanisms import (
     DEBERTA_REACH,
     DESIGNS,
+    FIRE_SETTINGS,
     MQAR_SPREAD,
     SINUSOID_ONE_RATE,
     T5_LAST_BUCKET,
@@ -44,14 +47,18 @@ from .rules import FALL, FIT, make_record, percent
 FILE = "mechanisms.json"
 #: The committed task sweep chapter 13 reads (DeBERTa's mqar spread).
 TASKS = "sweep_tasks.json"
-#: The text sweeps of ``make mechanisms-text``: T5's buckets ending at L and L / 2,
-#: relative to the results folder (``t5_last_bucket``).
+#: The text sweeps of ``make mechanisms-text``: T5's buckets ending at L (beside
+#: FIRE's two arms) and at L / 2, relative to the results folder.
 T5_FILES = {
-    64: "probes/mechanism_t5_max_64.json",
+    64: "probes/mechanism_text.json",
     32: "probes/mechanism_t5_max_32.json",
 }
 #: The rise from L to the longest window a flat arm stays within (bits per byte).
 FLAT_BPB = 0.1
+#: The rise FIRE with Li et al.'s threshold may keep for its prediction to hold.
+FIRE_BPB = 0.2
+#: The file a text design's record awaits.
+TEXT_EVIDENCE = {T5_LAST_BUCKET.id: T5_FILES[32], FIRE_SETTINGS.id: T5_FILES[64]}
 #: Seeds below this accuracy at ``L`` count as stranded (``mqar_rates``).
 STRANDED = 0.5
 #: How many stranded seeds of ten keep the split (``mqar_rates``).
@@ -78,8 +85,8 @@ def pending(design: Design, record_id: str | None = None) -> dict[str, Any]:
         "claim": design.claim,
         "verdict": "untested",
         "mechanism": f"{reason[0].upper()}{reason[1:]}. {design.mechanism}",
-        "evidence": {"file": T5_FILES[32] if design is T5_LAST_BUCKET
-                     else f"{FOLDER}/{FILE}", "keys": []},
+        "evidence": {"file": TEXT_EVIDENCE.get(design.id, f"{FOLDER}/{FILE}"),
+                     "keys": []},
         "seeds": 0,
     }
     return _with_design(record, design)
@@ -223,8 +230,8 @@ def deberta_reach(result: dict[str, Any]) -> dict[str, Any]:
     return _with_design(record, DEBERTA_REACH)
 
 
-def rises(sweep: dict[str, Any]) -> dict[int, float]:
-    """Per seed, T5's bits per byte at the longest window minus at ``L``.
+def rises(sweep: dict[str, Any], scheme: str = "t5") -> dict[int, float]:
+    """Per seed, ``scheme``'s bits per byte at the longest window minus at ``L``.
 
     Shapes:
         output: ``{seed: float}``
@@ -233,9 +240,51 @@ def rises(sweep: dict[str, Any]) -> dict[int, float]:
         sweep["config"]["eval_lengths"])
     found: dict[int, dict[int, float]] = {}
     for run in sweep["runs"]:
-        if run["scheme"] == "t5":
+        if run["scheme"] == scheme:
             found[run["seed"]] = {n: run["eval"][str(n)]["bpb"] for n in (short, long)}
     return {seed: bpb[long] - bpb[short] for seed, bpb in sorted(found.items())}
+
+
+def _rise_test(a: dict[int, float], b: dict[int, float]) -> dict[str, Any]:
+    """``a - b`` paired by seed: ``paired_test``'s fields and both sides' values."""
+    if set(a) != set(b) or len(a) < 2:
+        raise ValueError(f"both arms must hold the same two or more seeds, got "
+                         f"{sorted(a)} and {sorted(b)}")
+    seeds = sorted(a)
+    a_values, b_values = [a[s] for s in seeds], [b[s] for s in seeds]
+    return {**paired_test(a_values, b_values), "a_values": a_values,
+            "b_values": b_values}
+
+
+def _rises_text(test: dict[str, Any], a: str, b: str) -> str:
+    low, high = test["interval"]
+    return (f"Rise from L to the longest window, bits per byte: {a} "
+            f"{statistics.fmean(test['a_values']):+.2f}, {b} "
+            f"{statistics.fmean(test['b_values']):+.2f}; difference "
+            f"{test['mean']:+.2f} ({low:+.2f} to {high:+.2f}), p = "
+            f"{test['p_value']:.3f}.")
+
+
+def fire_settings(sweep: dict[str, Any]) -> dict[str, Any]:
+    """``mechanism-fire-settings``: FIRE's threshold starting at L and at L / 4.
+
+    ``holds`` (our threshold is why FIRE rises) when the paired difference of
+    the rises (``fire`` minus ``fire-quarter``) is shown above zero and
+    ``fire-quarter`` rises at most :data:`FIRE_BPB`; ``qualified`` when shown
+    but it rises more; ``fails`` otherwise.
+    """
+    test = _rise_test(rises(sweep, "fire"), rises(sweep, "fire-quarter"))
+    small = statistics.fmean(test["b_values"]) <= FIRE_BPB
+    verdict = "fails" if shown(test) <= 0 else "holds" if small else "qualified"
+    record = make_record(
+        FIRE_SETTINGS.id, FIRE_SETTINGS.chapter, FIRE_SETTINGS.claim, verdict,
+        _rises_text(test, "threshold from L", "threshold from L / 4"),
+        (T5_FILES[64], ["runs"]),
+        [x - y for x, y in zip(test["a_values"], test["b_values"])],
+        intervention="FIRE's threshold starting at L / 4 (Li et al.'s code: 512 at "
+        "a training length of 2048) instead of L; each arm tuned; same seeds",
+    )
+    return _with_design(record, FIRE_SETTINGS)
 
 
 def t5_last_bucket(ending_at_l: dict[str, Any], shorter: dict[str, Any]) -> dict:
@@ -246,22 +295,12 @@ def t5_last_bucket(ending_at_l: dict[str, Any], shorter: dict[str, Any]) -> dict
     :data:`FLAT_BPB`; ``qualified`` when shown but the shorter arm rises more;
     ``fails`` otherwise.
     """
-    a, b = rises(ending_at_l), rises(shorter)
-    if set(a) != set(b) or len(a) < 2:
-        raise ValueError(f"both T5 sweeps must hold the same two or more seeds, got "
-                         f"{sorted(a)} and {sorted(b)}")
-    seeds = sorted(a)
-    test = {**paired_test([a[s] for s in seeds], [b[s] for s in seeds]),
-            "a_values": [a[s] for s in seeds], "b_values": [b[s] for s in seeds]}
+    test = _rise_test(rises(ending_at_l), rises(shorter))
     flat = statistics.fmean(test["b_values"]) <= FLAT_BPB
     verdict = ("fails" if shown(test) <= 0 else "holds" if flat else "qualified")
-    low, high = test["interval"]
     record = make_record(
         T5_LAST_BUCKET.id, T5_LAST_BUCKET.chapter, T5_LAST_BUCKET.claim, verdict,
-        f"Rise from L to the longest window, bits per byte: buckets ending at L "
-        f"{statistics.fmean(test['a_values']):+.2f}, ending at L / 2 "
-        f"{statistics.fmean(test['b_values']):+.2f}; difference {test['mean']:+.2f} "
-        f"({low:+.2f} to {high:+.2f}), p = {test['p_value']:.3f}.",
+        _rises_text(test, "buckets ending at L", "ending at L / 2"),
         (T5_FILES[32], ["runs"]),
         [x - y for x, y in zip(test["a_values"], test["b_values"])],
         intervention="T5's buckets ending at L / 2 instead of L; each arm tuned "
@@ -303,6 +342,8 @@ def records(folder: str | Path) -> list[dict[str, Any]]:
                              else pending(design, record_id))
         if design is T5_LAST_BUCKET and None not in t5.values():
             found.append(t5_last_bucket(t5[64], t5[32]))
+        elif design is FIRE_SETTINGS and t5[64] is not None:
+            found.append(fire_settings(t5[64]))
         elif design not in {owner for owner, _, _ in RULES.values()}:
             found.append(pending(design))
     return found
@@ -314,9 +355,11 @@ __all__ = [
     "SPLIT",
     "STRANDED",
     "TASKS",
+    "FIRE_BPB",
     "FLAT_BPB",
     "T5_FILES",
     "deberta_reach",
+    "fire_settings",
     "mqar_rates",
     "mqar_spread",
     "pending",
