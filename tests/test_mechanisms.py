@@ -205,3 +205,24 @@ def test_a_second_run_trains_nothing(tmp_path):
     # read back, not trained: each record's own job_seconds and file are the same
     assert second["interventions"]["deberta_reach"]["runs"] == records
     assert [f.stat().st_mtime_ns for f in sorted(tmp_path.glob("*.json"))] == written
+
+
+def test_a_file_of_fewer_than_ten_seeds_states_no_verdict(tmp_path):
+    def lifted(k, seed, n):
+        return 0.95 if k == 16 else 0.67
+
+    field = "max_relative_positions"
+    runs = [r for r in _records(field, run.REACH_SPANS, lifted) if r["seed"] < 3]
+    result = _result("deberta_reach", runs, retrained.spans)
+    result["seeds"] = [0, 1, 2]
+    (tmp_path / "protocol").mkdir()
+    (tmp_path / "protocol" / verdicts.FILE).write_text(json.dumps(result))
+    found = {r["id"]: r for r in verdicts.records(tmp_path)}
+    assert found["mechanism-deberta-reach"]["verdict"] == "untested"
+    result["seeds"] = list(SEEDS)
+    result["interventions"]["deberta_reach"] = _result(
+        "deberta_reach", _records(field, run.REACH_SPANS, lifted),
+        retrained.spans)["interventions"]["deberta_reach"]
+    (tmp_path / "protocol" / verdicts.FILE).write_text(json.dumps(result))
+    found = {r["id"]: r for r in verdicts.records(tmp_path)}
+    assert found["mechanism-deberta-reach"]["verdict"] == "holds"

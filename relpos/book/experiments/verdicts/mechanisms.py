@@ -331,7 +331,11 @@ def records(folder: str | Path) -> list[dict[str, Any]]:
     folder = results / FOLDER
     sweep, result = _read(folder / TASKS), _read(folder / FILE)
     t5 = {end: _read(results / path) for end, path in T5_FILES.items()}
-    held = {} if result is None else result["interventions"]
+    # the protocol's ten seeds or none: a quick check's file states no verdict
+    full = result is not None and len(result["seeds"]) >= ledger.INTERVAL_SEEDS
+    held = result["interventions"] if full else {}
+    t5 = {end: None if found is None or len(rises(found)) < ledger.INTERVAL_SEEDS
+          else found for end, found in t5.items()}
     found = []
     for design in DESIGNS:
         if design is MQAR_SPREAD:
