@@ -87,21 +87,15 @@ to most, on the test sequences of the training length.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import json
 import os
-import platform
-import re
 import statistics
 import time
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-import torch
-
-import relpos
-
+from ..runner import machine_info, run_header
 from ..stats import bootstrap_interval
 from .config import SETTINGS, Config
 from .coverage import READERS, coverage_table
@@ -117,49 +111,6 @@ GRID_FIELDS = tuple(
 )
 _GRID_ORDER = ("setting", "task", "scheme", "train_size", "seed")
 SummaryKey = tuple[str, str, str, int, int]
-
-
-def _processor_name() -> str:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-        match = re.search(r"^model name\s*:\s*(.+)$", text, re.MULTILINE)
-    except OSError:
-        match = None
-    return (
-        match.group(1).strip()
-        if match
-        else (platform.processor() or platform.machine())
-    )
-
-
-def run_header(threads: int, engine: str, workers: int) -> dict[str, Any]:
-    """What every sweep's JSON says of where and with what it ran: ``machine``
-    (:func:`machine_info`, the threads of every run, the engine and its
-    workers), ``torch`` and ``relpos`` (their versions)."""
-    return {
-        "machine": {
-            **machine_info(),
-            "torch_threads": threads,  # of every run, whatever this process has
-            "engine": engine,
-            "workers": workers,
-        },
-        "torch": torch.__version__,
-        "relpos": relpos.__version__,
-    }
-
-
-def machine_info() -> dict[str, Any]:
-    """The machine a sweep ran on: processor, cores, torch threads, platform, date."""
-    return {
-        "processor": _processor_name(),
-        "cpu_count": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
-            timespec="seconds"
-        ),
-    }
 
 
 def compare(

@@ -440,7 +440,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Parse ``argv``, run the probe, write its JSON and figure, return the JSON."""
     import json
 
-    from ..experiments.cli import engine_from_args, engine_options, runs_dir_from_args
+    from ..runner import engine_from_args, engine_options, runs_dir_from_args
     from .cli import config_from_args
     from .length_plot import length_figure
 

@@ -29,15 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from .. import _cli
-from ..experiments.cli import (
+from ..runner import (
     add_engine_flags,
     engine_from_args,
     engine_options,
+    open_runs,
+    run_header,
     runs_dir_from_args,
+    store,
 )
-from ..experiments.engine import execute, open_engine
-from ..experiments.store import RunStore
-from ..experiments.sweep import run_header
 from . import masked_baselines as study
 from .config import TextConfig
 from .corpus import stdlib_corpus
@@ -86,22 +86,18 @@ def run_study(
     """Run (or read) every run of :func:`plan` and summarise: the JSON dict."""
     corpus = stdlib_corpus(base.corpus)
     base = base.replace(corpus_sha256=corpus.sha256)
-    jobs = [("measured", run) for run in plan(base, seeds)]
     start = time.perf_counter()
-    with open_engine(
-        engine,
+    with open_runs(
+        store(runs_dir, stamp=STAMP),
+        engine=engine,
         workers=workers,
         scheduler=scheduler,
         threads=threads,
         job=study.masked_job,
-    ) as executor:
-        runs, _ = execute(
-            jobs,
-            RunStore(runs_dir, stamp=STAMP),
-            executor,
-            progress=progress,
-            label=study.label,
-        )
+        progress=progress,
+        label=study.label,
+    ) as run:
+        runs = run("measured", plan(base, seeds))
     swept = ("scheme", "seed", "learning_rate")
     return {
         "schema": RESULT_SCHEMA,
@@ -151,7 +147,7 @@ def build_parser() -> _cli.OneLineParser:
         help="optimiser steps of every run (fewer: a quick check, not results)")
     add("--output", required=True, metavar="PATH", help="where to write the JSON")
     add("--plot", default=None, metavar="PATH", help="where to save the figure")
-    add_engine_flags(parser, workers=2)
+    add_engine_flags(parser)
     return parser
 
 
