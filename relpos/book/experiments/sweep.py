@@ -95,13 +95,14 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ..runner import machine_info, run_header
+from ..runner import machine_info, open_runs, run_header
+from ..runner import store as runs_store
 from ..stats import bootstrap_interval
 from .config import SETTINGS, Config
 from .coverage import READERS, coverage_table
-from .engine import execute, open_engine, run_one
+from .engine import run_one
 from .schemes import SCHEMES
-from .store import SCHEMA, RunStore
+from .store import SCHEMA
 from .tasks import TASKS, get_task
 from .tuning import Cell, tune_cells
 
@@ -284,11 +285,16 @@ def run_sweep(
         for seed in seeds
     ]  # every Config re-checks its fields before any run starts
     tune_grid = [(s, t, m, n) for s, t, m in cells for n in train_sizes]
-    store = RunStore(runs_dir, stamp=stamp)
+    store = runs_store(runs_dir, stamp=stamp)
     start = time.perf_counter()
-    with open_engine(
-        engine, workers=workers, scheduler=scheduler, threads=threads
-    ) as executor:
+    with open_runs(
+        store,
+        engine=engine,
+        workers=workers,
+        scheduler=scheduler,
+        threads=threads,
+        progress=progress,
+    ) as run:
 
         def run_tuning(jobs: list[tuple[Cell, float, int]]) -> list[dict[str, Any]]:
             configs = [
@@ -298,14 +304,7 @@ def run_sweep(
                 )
                 for (s, t, m, n), rate, seed in jobs
             ]
-            records, _ = execute(
-                [("tuning", c) for c in configs],
-                store,
-                executor,
-                progress=progress,
-                description="tuning",
-            )
-            return records
+            return run("tuning", configs)
 
         if tuned:
             chosen, tuning_runs = tune_cells(
@@ -337,13 +336,7 @@ def run_sweep(
             )
             for c in grid
         ]
-        runs, _ = execute(
-            [("measured", c) for c in grid],
-            store,
-            executor,
-            progress=progress,
-            description="runs",
-        )
+        runs = run("measured", grid)
     config = {
         k: v
         for k, v in base.to_dict().items()

@@ -44,10 +44,12 @@ from typing import Any
 
 import torch
 
-from ..experiments.engine import JobFunction, execute, open_engine
+from ..experiments.engine import JobFunction
 from ..experiments.schemes import SCHEMES
 from ..experiments.store import RunStore
-from ..experiments.sweep import check_tune_seeds, run_header
+from ..experiments.sweep import check_tune_seeds
+from ..runner import mean_by_job, open_runs, run_header
+from ..runner import store as runs_store
 from .config import SETTINGS, TextConfig
 from .corpus import stdlib_corpus
 from .train import run_text, tune_text
@@ -170,27 +172,21 @@ def run_text_sweep(
         for seed in [*seeds, *tune_seeds]:
             base.replace(setting=setting, scheme=scheme, seed=seed)
     if store is None:
-        store = RunStore(runs_dir)
+        store = runs_store(runs_dir)
     elif runs_dir is not None:
         raise ValueError("runs_dir and store must not both be given")
     start = time.perf_counter()
     tuning_runs: list[dict[str, Any]] = []
-    with open_engine(
-        engine, workers=workers, scheduler=scheduler, threads=threads, job=job
-    ) as executor:
-
-        def run(kind: str, configs: list[TextConfig]) -> list[dict[str, Any]]:
-            jobs = [(kind, c) for c in configs]
-            description = "runs" if kind == "measured" else kind
-            records, _ = execute(
-                jobs,
-                store,
-                executor,
-                progress=progress,
-                description=description,
-                label=_label,
-            )
-            return records
+    with open_runs(
+        store,
+        engine=engine,
+        workers=workers,
+        scheduler=scheduler,
+        threads=threads,
+        job=job,
+        progress=progress,
+        label=_label,
+    ) as run:
 
         def measure(jobs: list[tuple[tuple[str, str], float]]) -> list[float | None]:
             configs = [
@@ -200,10 +196,7 @@ def run_text_sweep(
             ]
             records = run("tuning", configs)
             tuning_runs.extend(records)
-            scores = [r["valid_bpb"] for r in records]
-            size = len(tune_seeds)
-            per_job = [scores[i : i + size] for i in range(0, len(scores), size)]
-            return [None if None in s else statistics.fmean(s) for s in per_job]
+            return mean_by_job(records, len(tune_seeds), lambda r: r["valid_bpb"])
 
         if tuned:
             chosen = tune_rates(cells, rates, measure, max_rates=max_rates)

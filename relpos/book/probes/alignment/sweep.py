@@ -30,16 +30,15 @@ every item, seed and arm stay in the runs folder, and the per-item table
 from __future__ import annotations
 
 import os
-import statistics
 import time
 from typing import Any, Sequence
 
 import torch
 
-from ...experiments.engine import execute, open_engine
 from ...experiments.rate_grid import tune_rates
 from ...experiments.store import RunStore
-from ...experiments.sweep import check_tune_seeds, run_header
+from ...experiments.sweep import check_tune_seeds
+from ...runner import mean_by_job, open_runs, run_header
 from .design import ARM_CONFIGS, ARMS, FALSIFIER, MECHANISM, PREDICTION, PROBE_SCHEMA
 from .run import ProbeRun, check_items, probe_run
 
@@ -119,21 +118,20 @@ def run_probe(
     store = probe_store(runs_dir)
     start = time.perf_counter()
     tuning_runs: list[dict[str, Any]] = []
-    with open_engine(
-        engine, workers=workers, scheduler=scheduler, threads=threads, job=probe_job
-    ) as executor:
+    with open_runs(
+        store,
+        engine=engine,
+        workers=workers,
+        scheduler=scheduler,
+        threads=threads,
+        job=probe_job,
+        progress=progress,
+        label=_label,
+    ) as runs:
 
         def run(kind: str, configs: list[ProbeRun]) -> list[dict[str, Any]]:
-            jobs = [(kind, (c, frozen if kind == "measured" else ())) for c in configs]
-            records, _ = execute(
-                jobs,
-                store,
-                executor,
-                progress=progress,
-                description="runs" if kind == "measured" else kind,
-                label=_label,
-            )
-            return records
+            items = frozen if kind == "measured" else ()
+            return runs(kind, [(c, items) for c in configs])
 
         def measure(jobs: list[tuple[str, float]]) -> list[float | None]:
             configs = [
@@ -143,10 +141,7 @@ def run_probe(
             ]
             records = run("tuning", configs)
             tuning_runs.extend(records)
-            scores = [r["valid_bpb"] for r in records]
-            size = len(tune_seeds)
-            per_job = [scores[i : i + size] for i in range(0, len(scores), size)]
-            return [None if None in s else statistics.fmean(s) for s in per_job]
+            return mean_by_job(records, len(tune_seeds), lambda r: r["valid_bpb"])
 
         chosen = tune_rates(list(arms), rates, measure, max_rates=max_rates)
         grid = [

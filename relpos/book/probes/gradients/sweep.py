@@ -26,14 +26,13 @@ The JSON (``RESULT_SCHEMA = 1``)::
 from __future__ import annotations
 
 import os
-import statistics
 import time
 from typing import Any
 
-from ...experiments.engine import execute, open_engine
 from ...experiments.rate_grid import tune_rates
-from ...experiments.store import RunStore
-from ...experiments.sweep import check_tune_seeds, run_header
+from ...experiments.sweep import check_tune_seeds
+from ...runner import mean_by_job, open_runs, run_header
+from ...runner import store as runs_store
 from ...text.config import TextConfig
 from ...text.corpus import stdlib_corpus
 from . import design
@@ -48,6 +47,12 @@ STAMP = {"probe": "gradients", "schema": design.SCHEMA}
 SWEPT = ("scheme", "seed", "learning_rate")
 
 Cell = tuple[str, tuple[str, ...]]  # (arm, objectives)
+
+
+def _finite_score(record: dict[str, Any]) -> float | None:
+    """A tuning run's :func:`run.score`, None where it is not finite."""
+    value = score(record)
+    return value if value == value and abs(value) != float("inf") else None
 
 
 def design_record() -> dict[str, Any]:
@@ -101,23 +106,22 @@ def run_probe(
     for arm in arms:  # every run's config checked before any runs
         for seed in [*seeds, *tune_seeds]:
             base.replace(scheme=arm, seed=seed)
-    store = RunStore(runs_dir, stamp=STAMP)
+    store = runs_store(runs_dir, stamp=STAMP)
     start = time.perf_counter()
     tuning_runs: list[dict[str, Any]] = []
-    with open_engine(
-        engine, workers=workers, scheduler=scheduler, threads=threads, job=probe_job
-    ) as executor:
+    with open_runs(
+        store,
+        engine=engine,
+        workers=workers,
+        scheduler=scheduler,
+        threads=threads,
+        job=probe_job,
+        progress=progress,
+        label=label,
+    ) as runs:
 
-        def run(kind: str, runs: list[ProbeRun]) -> list[dict[str, Any]]:
-            records, _ = execute(
-                [(kind, r) for r in runs],
-                store,
-                executor,
-                progress=progress,
-                description=kind,
-                label=label,
-            )
-            return records
+        def run(kind: str, jobs: list[ProbeRun]) -> list[dict[str, Any]]:
+            return runs(kind, jobs, description=kind)
 
         def measure(jobs: list[tuple[Cell, float]]) -> list[float | None]:
             runs = [
@@ -127,13 +131,7 @@ def run_probe(
             ]
             records = run("tuning", runs)
             tuning_runs.extend(records)
-            size = len(tune_seeds)
-            scores = []
-            for i in range(0, len(records), size):
-                mine = [score(r) for r in records[i : i + size]]
-                finite = all(v == v and abs(v) != float("inf") for v in mine)
-                scores.append(statistics.fmean(mine) if finite else None)
-            return scores
+            return mean_by_job(records, len(tune_seeds), _finite_score)
 
         chosen = tune_rates(cells, learning_rates, measure, max_rates=max_rates)
         grid = [
