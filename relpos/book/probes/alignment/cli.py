@@ -5,7 +5,7 @@ the committed items, and writes the JSON (summary, comparisons, the verdict's
 record), the per-item table and the figure. Every finished run is a record in
 ``--runs-dir`` (default: the committed ``results/probes/alignment/runs/``), so
 the same command resumes after a stop, in this session or the next. Where the
-runs go: the experiments' flags (``experiments.cli.add_engine_flags``). Bad
+runs go: the run engine's flags (``relpos.book.runner.add_engine_flags``). Bad
 flags stop it before any training, one line naming the flag.
 """
 
