@@ -213,6 +213,25 @@ def runs_dir_from_args(
     return folder
 
 
+def check_outputs(
+    parser: _cli.OneLineParser,
+    args: argparse.Namespace,
+    *,
+    make_parents: bool,
+    paths: Sequence[str] = ("--output", "--plot"),
+) -> Path:
+    """Everything checked before the first run: --engine with --scheduler, each
+    output path of ``paths`` (``--plot``'s figure format too; a None path is
+    skipped), the runs folder (made). Returns the runs folder."""
+    engine_from_args(parser, args)
+    for flag in paths:
+        path = getattr(args, flag.removeprefix("--").replace("-", "_"))
+        _cli.output_flag(
+            parser, flag, path, make_parents=make_parents, plot=flag == "--plot"
+        )
+    return runs_dir_from_args(parser, args)
+
+
 def engine_options(args: argparse.Namespace, runs_dir: Any) -> dict[str, Any]:
     """The keyword arguments every sweep runner takes from :func:`add_engine_flags`'
     flags: ``engine``, ``workers``, ``scheduler``, ``threads``, ``runs_dir`` and
@@ -367,6 +386,7 @@ __all__ = [
     "Runs",
     "add_engine_flags",
     "add_tuning_flags",
+    "check_outputs",
     "default_workers",
     "engine_from_args",
     "engine_options",

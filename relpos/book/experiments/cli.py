@@ -37,6 +37,7 @@ from .._cli import OneLineParser
 from ..runner import (
     add_engine_flags,
     add_tuning_flags,
+    check_outputs,
     engine_from_args,
     engine_options,
     rate_list,
@@ -213,10 +214,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser = build_parser()
     args = parser.parse_args(argv)
     base = config_from_args(parser, args)
-    engine_from_args(parser, args)
-    _cli.output_flag(parser, "--output", args.output, make_parents=False)
-    _cli.output_flag(parser, "--plot", args.plot, make_parents=False, plot=True)
-    runs_dir = runs_dir_from_args(parser, args)
+    runs_dir = check_outputs(parser, args, make_parents=False)
 
     from ..plot import accuracy_grid
     from .report import format_table

@@ -32,10 +32,9 @@ from ..experiments.schemes import SCHEMES
 from ..runner import (
     add_engine_flags,
     add_tuning_flags,
-    engine_from_args,
+    check_outputs,
     engine_options,
     rate_list,
-    runs_dir_from_args,
     tuning_from_args,
 )
 from .config import SETTINGS, TextConfig
@@ -219,9 +218,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = build_parser()
     args = parser.parse_args(argv)
     base = config_from_args(parser, args)
-    engine_from_args(parser, args)
-    _cli.output_flag(parser, "--output", args.output, make_parents=False)
-    runs_dir = runs_dir_from_args(parser, args)
+    runs_dir = check_outputs(parser, args, make_parents=False, paths=("--output",))
     old = existing_output(parser, args.output, base)
 
     from .sweep import format_text_table, merge_results, run_text_sweep

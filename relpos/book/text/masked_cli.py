@@ -31,11 +31,10 @@ from typing import Any
 from .. import _cli
 from ..runner import (
     add_engine_flags,
-    engine_from_args,
+    check_outputs,
     engine_options,
     open_runs,
     run_header,
-    runs_dir_from_args,
     store,
 )
 from . import masked_baselines as study
@@ -165,10 +164,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         lambda: TextConfig(**{**study.STUDY, "steps": args.steps}),
         {"steps": "--steps"},
     )
-    engine_from_args(parser, args)
-    _cli.output_flag(parser, "--output", args.output, make_parents=True)
-    _cli.output_flag(parser, "--plot", args.plot, make_parents=True, plot=True)
-    runs_dir = runs_dir_from_args(parser, args)
+    runs_dir = check_outputs(parser, args, make_parents=True)
     command = shlex.join(["python", "-m", "relpos.book.text.masked_cli", *argv])
     result = run_study(
         base, args.seeds, **engine_options(args, runs_dir), command=command

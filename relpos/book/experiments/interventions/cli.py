@@ -20,9 +20,8 @@ from typing import Any
 from ... import _cli
 from ...runner import (
     add_engine_flags,
-    engine_from_args,
+    check_outputs,
     engine_options,
-    runs_dir_from_args,
 )
 from ..config import Config
 from .run import DEFAULT_SEEDS, INTERVENTIONS, run_interventions
@@ -89,9 +88,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     changes = {} if args.steps is None else {"steps": args.steps}
     _cli.config_or_exit(parser, lambda: Config(**changes), {"steps": "--steps"})
-    engine_from_args(parser, args)
-    _cli.output_flag(parser, "--output", args.output, make_parents=False)
-    runs_dir = runs_dir_from_args(parser, args)
+    runs_dir = check_outputs(parser, args, make_parents=False, paths=("--output",))
     result = run_interventions(
         args.only,
         seeds=args.seeds,

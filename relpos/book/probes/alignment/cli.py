@@ -21,10 +21,9 @@ from ... import _cli
 from ...runner import (
     add_engine_flags,
     add_tuning_flags,
-    engine_from_args,
+    check_outputs,
     engine_options,
     rate_list,
-    runs_dir_from_args,
     tuning_from_args,
 )
 from .design import ABSOLUTE_ARMS, ARM_CONFIGS, FULL_STEPS, MAIN_ARM, VERDICT_STEPS
@@ -84,11 +83,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                {"steps": "--steps"})
     tuning_from_args(parser, seeds=args.seeds, tune_seeds=args.tune_seeds,
                      learning_rates=args.learning_rates, max_rates=args.max_rates)
-    engine_from_args(parser, args)
-    for flag, path in (("--output", args.output), ("--per-item", args.per_item)):
-        _cli.output_flag(parser, flag, path, make_parents=True)
-    _cli.output_flag(parser, "--plot", args.plot, make_parents=True, plot=True)
-    runs_dir = runs_dir_from_args(parser, args)
+    runs_dir = check_outputs(parser, args, make_parents=True,
+                             paths=("--output", "--per-item", "--plot"))
     from .items import file_sha256, load_items
 
     try:

@@ -21,10 +21,9 @@ from ... import _cli
 from ...runner import (
     add_engine_flags,
     add_tuning_flags,
-    engine_from_args,
+    check_outputs,
     engine_options,
     rate_list,
-    runs_dir_from_args,
     tuning_from_args,
 )
 from ...text.config import TextConfig
@@ -89,10 +88,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         learning_rates=args.learning_rates,
         max_rates=args.max_rates,
     )
-    engine_from_args(parser, args)
-    _cli.output_flag(parser, "--output", args.output, make_parents=True)
-    _cli.output_flag(parser, "--plot", args.plot, make_parents=True, plot=True)
-    runs_dir = runs_dir_from_args(parser, args)
+    runs_dir = check_outputs(parser, args, make_parents=True)
 
     from .plot import probe_figure
     from .sweep import run_probe

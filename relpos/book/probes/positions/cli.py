@@ -19,9 +19,8 @@ from typing import Any
 from ... import _cli
 from ...runner import (
     add_engine_flags,
-    engine_from_args,
+    check_outputs,
     engine_options,
-    runs_dir_from_args,
 )
 from ...experiments.config import Config
 from . import design
@@ -70,10 +69,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     shared = sorted(set(args.seeds) & set(design.TUNE_SEEDS))
     if shared:
         parser.fail("--seeds", f"must not hold the tuning seeds, got {shared}")
-    engine_from_args(parser, args)
-    _cli.output_flag(parser, "--output", args.output, make_parents=True)
-    _cli.output_flag(parser, "--plot", args.plot, make_parents=True, plot=True)
-    runs_dir = runs_dir_from_args(parser, args)
+    runs_dir = check_outputs(parser, args, make_parents=True)
     result = run_probe(
         parts=args.parts,
         schemes=args.schemes,
