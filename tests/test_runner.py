@@ -109,3 +109,52 @@ def test_mean_by_job_and_the_header():
     assert set(header) == {"machine", "torch", "relpos"}
     assert header["machine"]["workers"] == 2
     assert header["machine"]["torch_threads"] == 1
+
+
+def _bowl(kind, config, threads):
+    """A job whose tuning score is lowest at rate 1e-2 (a bowl in log rate)."""
+    import math
+
+    score = (math.log10(config.learning_rate) + 2) ** 2 + config.seed * 1e-3
+    return {"score": score, "seed": config.seed, "rate": config.learning_rate}
+
+
+def test_tuned_extends_the_grid_until_interior_then_measures_each_seed(tmp_path):
+    from relpos.book.experiments.config import Config
+
+    def make(kind, cell, seed, rate):
+        return Config(seed=seed, learning_rate=rate, steps=1, train_size=cell)
+
+    store = runner.store(tmp_path, stamp={"probe": "test", "schema": 1})
+    with runner.open_runs(store, workers=1, job=_bowl, progress=False) as run:
+        chosen, tuning, measured = run.tuned(
+            [8, 16], [1e-4, 1e-3], make, lambda r: r["score"],
+            tune_seeds=[100, 101], seeds=[0, 1, 2], max_rates=4,
+        )
+    assert chosen[8]["chosen"] == chosen[16]["chosen"] == 1e-2
+    assert chosen[8]["rates"] == [1e-4, 1e-3, 1e-2, 1e-1]
+    assert chosen[8]["bracketed"] is True
+    assert len(tuning) == 2 * 4 * 2  # cells x rates x tuning seeds
+    assert [(r["seed"], r["rate"]) for r in measured] == [
+        (s, 1e-2) for _ in (8, 16) for s in (0, 1, 2)
+    ]
+    with runner.open_runs(store, workers=1, job=None, progress=False) as run:
+        again = run.tuned(  # every record stored: the default job never runs
+            [8, 16], [1e-4, 1e-3], make, lambda r: r["score"],
+            tune_seeds=[100, 101], seeds=[0, 1, 2], max_rates=4,
+        )
+    assert again == (chosen, tuning, measured)
+
+
+def test_tuned_with_one_rate_tunes_nothing():
+    from relpos.book.experiments.config import Config
+
+    store = runner.store(None, stamp={"probe": "test", "schema": 1})
+    with runner.open_runs(store, workers=1, job=_bowl, progress=False) as run:
+        chosen, tuning, measured = run.tuned(
+            ["a"], [1e-3], lambda k, c, s, r: Config(seed=s, learning_rate=r),
+            lambda r: r["score"], tune_seeds=[], seeds=[0], max_rates=2,
+        )
+    assert chosen == {"a": {"rates": [1e-3], "scores": [None], "chosen": 1e-3,
+                            "bracketed": None}}
+    assert tuning == [] and [r["rate"] for r in measured] == [1e-3]

@@ -37,7 +37,7 @@ import platform
 import re
 import statistics
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Hashable, Iterator, Sequence
 
 import torch
 
@@ -330,6 +330,61 @@ class Runs:
             label=self.label,
         )
         return records
+
+    def tuned(
+        self,
+        cells: Sequence[Hashable],
+        learning_rates: Sequence[float],
+        make: Callable[[str, Any, int, float], Any],
+        score: Callable[[dict[str, Any]], float | None],
+        *,
+        tune_seeds: Sequence[int],
+        seeds: Sequence[int],
+        max_rates: int,
+        description: str | None = None,
+    ) -> tuple[dict[Hashable, dict[str, Any]], list[dict], list[dict]]:
+        """Chapter 12's protocol over ``cells``: each cell's rate tuned, then its seeds.
+
+        Every cell trains at every rate on every seed of ``tune_seeds``; its
+        score is the mean ``score`` of those runs (``mean_by_job``); the grid
+        grows past an edge holding the best until the best is interior or it
+        holds ``max_rates`` rates (``rate_grid.tune_rates``). Each cell's
+        ``seeds`` then train at its chosen rate. ``make(kind, cell, seed,
+        rate)`` is the job of one run. With one rate nothing is tuned: every
+        cell trains at it (``scores`` ``[None]``, ``bracketed`` None).
+        Returns ``(chosen, tuning records, measured records)``; ``chosen`` is
+        ``tune_rates``' (``rates``, ``scores``, ``chosen``, ``bracketed`` per
+        cell), the records in the order of cells, then rates, then seeds.
+        """
+        from .experiments.rate_grid import tune_rates
+
+        rates = list(learning_rates)
+        tuning: list[dict[str, Any]] = []
+
+        def measure(jobs: list[tuple[Hashable, float]]) -> list[float | None]:
+            configs = [
+                make("tuning", cell, seed, rate)
+                for cell, rate in jobs
+                for seed in tune_seeds
+            ]
+            records = self("tuning", configs)
+            tuning.extend(records)
+            return mean_by_job(records, len(tune_seeds), score)
+
+        if len(rates) > 1:
+            chosen = tune_rates(list(cells), rates, measure, max_rates=max_rates)
+        else:
+            chosen = {
+                cell: {"rates": rates, "scores": [None], "chosen": rates[0],
+                       "bracketed": None}
+                for cell in cells
+            }
+        jobs = [
+            make("measured", cell, seed, chosen[cell]["chosen"])
+            for cell in cells
+            for seed in seeds
+        ]
+        return chosen, tuning, self("measured", jobs, description=description)
 
 
 @contextlib.contextmanager

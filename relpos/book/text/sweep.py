@@ -48,12 +48,11 @@ from ..experiments.engine import JobFunction
 from ..experiments.schemes import SCHEMES
 from ..experiments.store import RunStore
 from ..experiments.sweep import check_tune_seeds
-from ..runner import mean_by_job, open_runs, run_header
+from ..runner import open_runs, run_header
 from ..runner import store as runs_store
 from .config import SETTINGS, TextConfig
 from .corpus import stdlib_corpus
 from .train import run_text, tune_text
-from ..experiments.rate_grid import tune_rates
 
 #: The JSON schema of a text sweep.
 TEXT_SCHEMA = 1
@@ -176,7 +175,6 @@ def run_text_sweep(
     elif runs_dir is not None:
         raise ValueError("runs_dir and store must not both be given")
     start = time.perf_counter()
-    tuning_runs: list[dict[str, Any]] = []
     with open_runs(
         store,
         engine=engine,
@@ -187,37 +185,17 @@ def run_text_sweep(
         progress=progress,
         label=_label,
     ) as run:
-
-        def measure(jobs: list[tuple[tuple[str, str], float]]) -> list[float | None]:
-            configs = [
-                base.replace(setting=s, scheme=m, seed=seed, learning_rate=rate)
-                for (s, m), rate in jobs
-                for seed in tune_seeds
-            ]
-            records = run("tuning", configs)
-            tuning_runs.extend(records)
-            return mean_by_job(records, len(tune_seeds), lambda r: r["valid_bpb"])
-
-        if tuned:
-            chosen = tune_rates(cells, rates, measure, max_rates=max_rates)
-        else:
-            chosen = {
-                cell: {
-                    "rates": rates,
-                    "scores": [None],
-                    "chosen": rates[0],
-                    "bracketed": None,  # nothing tuned
-                }
-                for cell in cells
-            }
-        grid = [
-            base.replace(
-                setting=s, scheme=m, seed=seed, learning_rate=chosen[(s, m)]["chosen"]
-            )
-            for s, m in cells
-            for seed in seeds
-        ]
-        runs = run("measured", grid)
+        chosen, tuning_runs, runs = run.tuned(
+            cells,
+            rates,
+            lambda kind, cell, seed, rate: base.replace(
+                setting=cell[0], scheme=cell[1], seed=seed, learning_rate=rate
+            ),
+            lambda record: record["valid_bpb"],
+            tune_seeds=tune_seeds,
+            seeds=seeds,
+            max_rates=max_rates,
+        )
     result: dict[str, Any] = {
         "schema": TEXT_SCHEMA,
         "commands": [] if command is None else [command],

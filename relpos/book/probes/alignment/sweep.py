@@ -35,10 +35,10 @@ from typing import Any, Sequence
 
 import torch
 
-from ...experiments.rate_grid import tune_rates
+from ...experiments.rate_grid import check_grid
 from ...experiments.store import RunStore
 from ...experiments.sweep import check_tune_seeds
-from ...runner import mean_by_job, open_runs, run_header
+from ...runner import open_runs, run_header
 from .design import ARM_CONFIGS, ARMS, FALSIFIER, MECHANISM, PREDICTION, PROBE_SCHEMA
 from .run import ProbeRun, check_items, probe_run
 
@@ -117,7 +117,6 @@ def run_probe(
     frozen = tuple(items)
     store = probe_store(runs_dir)
     start = time.perf_counter()
-    tuning_runs: list[dict[str, Any]] = []
     with open_runs(
         store,
         engine=engine,
@@ -127,29 +126,19 @@ def run_probe(
         job=probe_job,
         progress=progress,
         label=_label,
-    ) as runs:
-
-        def run(kind: str, configs: list[ProbeRun]) -> list[dict[str, Any]]:
-            items = frozen if kind == "measured" else ()
-            return runs(kind, [(c, items) for c in configs])
-
-        def measure(jobs: list[tuple[str, float]]) -> list[float | None]:
-            configs = [
-                base.replace(arm=arm, seed=seed, learning_rate=rate)
-                for arm, rate in jobs
-                for seed in tune_seeds
-            ]
-            records = run("tuning", configs)
-            tuning_runs.extend(records)
-            return mean_by_job(records, len(tune_seeds), lambda r: r["valid_bpb"])
-
-        chosen = tune_rates(list(arms), rates, measure, max_rates=max_rates)
-        grid = [
-            base.replace(arm=arm, seed=seed, learning_rate=chosen[arm]["chosen"])
-            for arm in arms
-            for seed in seeds
-        ]
-        runs = run("measured", grid)
+    ) as run:
+        chosen, tuning_runs, runs = run.tuned(
+            list(arms),
+            check_grid(rates),  # the probe tunes: two rates or more
+            lambda kind, arm, seed, rate: (
+                base.replace(arm=arm, seed=seed, learning_rate=rate),
+                frozen if kind == "measured" else (),
+            ),
+            lambda record: record["valid_bpb"],
+            tune_seeds=tune_seeds,
+            seeds=seeds,
+            max_rates=max_rates,
+        )
     return {
         "schema": PROBE_SCHEMA,
         "commands": [] if command is None else [command],

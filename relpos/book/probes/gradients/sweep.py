@@ -29,9 +29,8 @@ import os
 import time
 from typing import Any
 
-from ...experiments.rate_grid import tune_rates
 from ...experiments.sweep import check_tune_seeds
-from ...runner import mean_by_job, open_runs, run_header
+from ...runner import open_runs, run_header
 from ...runner import store as runs_store
 from ...text.config import TextConfig
 from ...text.corpus import stdlib_corpus
@@ -108,7 +107,6 @@ def run_probe(
             base.replace(scheme=arm, seed=seed)
     store = runs_store(runs_dir, stamp=STAMP)
     start = time.perf_counter()
-    tuning_runs: list[dict[str, Any]] = []
     with open_runs(
         store,
         engine=engine,
@@ -118,33 +116,19 @@ def run_probe(
         job=probe_job,
         progress=progress,
         label=label,
-    ) as runs:
-
-        def run(kind: str, jobs: list[ProbeRun]) -> list[dict[str, Any]]:
-            return runs(kind, jobs, description=kind)
-
-        def measure(jobs: list[tuple[Cell, float]]) -> list[float | None]:
-            runs = [
-                ProbeRun(base.replace(scheme=arm, seed=s, learning_rate=rate), mix)
-                for (arm, mix), rate in jobs
-                for s in tune_seeds
-            ]
-            records = run("tuning", runs)
-            tuning_runs.extend(records)
-            return mean_by_job(records, len(tune_seeds), _finite_score)
-
-        chosen = tune_rates(cells, learning_rates, measure, max_rates=max_rates)
-        grid = [
-            ProbeRun(
-                base.replace(
-                    scheme=arm, seed=s, learning_rate=chosen[arm, mix]["chosen"]
-                ),
-                mix,
-            )
-            for arm, mix in cells
-            for s in seeds
-        ]
-        runs = run("measured", grid)
+    ) as run:
+        chosen, tuning_runs, runs = run.tuned(
+            cells,
+            learning_rates,
+            lambda kind, cell, seed, rate: ProbeRun(
+                base.replace(scheme=cell[0], seed=seed, learning_rate=rate), cell[1]
+            ),
+            _finite_score,
+            tune_seeds=tune_seeds,
+            seeds=seeds,
+            max_rates=max_rates,
+            description="measured",
+        )
     result: dict[str, Any] = {
         "schema": RESULT_SCHEMA,
         "probe": "gradients",
