@@ -113,7 +113,9 @@ def add_engine_flags(
     add("--quiet", action="store_true", help="no progress bar on stderr")
 
 
-def rate_list(minimum: int = 1, *, positive: bool = True) -> Callable[[str], list[float]]:
+def rate_list(
+    minimum: int = 1, *, positive: bool = True
+) -> Callable[[str], list[float]]:
     """A converter of ``"1e-3,3.16e-3"`` to at least ``minimum`` distinct rates.
 
     ``positive``: every rate ``> 0`` (else any finite number; the config checks).

@@ -1,12 +1,12 @@
 """A text sweep: each (setting, scheme, seed) tuned, trained at ``L``, measured beyond.
 
 :func:`run_text_sweep` builds the corpus, tunes the learning rate of every
-(setting, scheme) on validation text at ``L`` (``experiments.rate_grid.tune_rates``: a grid
+(setting, scheme) on validation text at ``L`` (``runner.Runs.tuned``: a grid
 extended until its best rate is bracketed), trains every seed at the chosen
-rate and evaluates it on the test split at every length. Runs go to the
-experiments' executors (``open_engine``: local processes or Dask, one torch
-thread each) and every finished run is a record in the experiments' runs folder
-(``RunStore``): a stopped sweep resumes, and the corpus SHA-256 is part of
+rate and evaluates it on the test split at every length. Runs go to the run
+engine (``runner.open_runs``: local processes or Dask, one torch thread each)
+and every finished run is a record in the runs folder (``RunStore``): a
+stopped sweep resumes, and the corpus SHA-256 is part of
 every run's key, so a record of another corpus is never reused.
 
 The JSON (``TEXT_SCHEMA = 1``)::

@@ -6,7 +6,7 @@ tuned on the tuning seeds over a log-spaced grid extended past an edge until
 the best is interior (``experiments.rate_grid.tune_rates``, chapter 12's rule),
 scored by the summed validation loss of the objectives it trains on; every
 measured seed then trains at the chosen rate and is measured on the test split.
-Runs go to the experiments' executors (``engine.open_engine``) and every
+Runs go to the run engine (``relpos.book.runner.open_runs``) and every
 finished run is a record in the runs folder (``store.RunStore``) stamped with
 the probe's own schema (:data:`design.SCHEMA`), not relpos's version: the folder
 is committed, and a stopped sweep resumes in another session.
