@@ -4,9 +4,10 @@ The protocol of chapter 12: each arm's learning rate is tuned on the tuning
 seeds (bits per byte on a validation stream at ``L``; the items are never
 read) over a log-spaced grid extended past an edge until the best is interior
 (``runner.Runs.tuned``); then every measured seed trains at the chosen rate
-and scores every item. Runs go to the run engine (``runner.open_runs``); each finished run is its own record in a runs folder keyed
-on :data:`STAMP` (the probe and ``design.PROBE_SCHEMA``) and not on the relpos
-version (``RunStore(stamp=STAMP)``), committed to git, so the sweep resumes across
+and scores every item. Runs go to the run engine (``runner.open_runs``); each
+finished run is its own record in a runs folder keyed on :data:`STAMP` (the
+probe and ``design.PROBE_SCHEMA``) and not on the relpos version
+(``RunStore(stamp=STAMP)``), committed to git, so the sweep resumes across
 sessions and releases.
 
 The JSON (``alignment.json``)::
