@@ -9,6 +9,7 @@ verdict on synthetic results that hold, fail, are qualified or untested.
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import torch
@@ -207,7 +208,8 @@ def test_the_verdict_on_synthetic_results():
 
 def test_the_cli_reuses_the_engine_flags_and_the_committed_folder():
     args = cli.build_parser().parse_args([])
-    assert (args.workers, args.engine, args.threads) == (2, "local", 1)
+    workers = os.cpu_count() or 1  # the one default of every sweep command
+    assert (args.workers, args.engine, args.threads) == (workers, "local", 1)
     assert args.runs_dir == str(cli.RUNS)
     assert cli.RUNS.parts[-4:] == ("results", "probes", "positions", "runs")
     with pytest.raises(SystemExit):

@@ -27,7 +27,6 @@ import argparse
 import dataclasses
 import itertools
 import json
-import os
 import shlex
 import sys
 from pathlib import Path
@@ -35,8 +34,17 @@ from typing import Any, Callable
 
 from .. import _cli
 from .._cli import OneLineParser
+from ..runner import (
+    add_engine_flags,
+    add_tuning_flags,
+    check_outputs,
+    engine_from_args,
+    engine_options,
+    rate_list,
+    runs_dir_from_args,
+    tuning_from_args,
+)
 from .config import SETTINGS, Config
-from .engine import ENGINES
 from .schemes import SCHEMES
 from .tasks import TASKS
 
@@ -74,17 +82,9 @@ def _dashed(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def _numbers(text: str) -> list[float]:
-    """A converter of ``"1e-3,3e-3"`` to a non-empty list of distinct finite floats."""
-    values = [_cli.number()(part.strip()) for part in text.split(",")]
-    if len(set(values)) != len(values):
-        raise argparse.ArgumentTypeError(f"expected distinct numbers, got {text!r}")
-    return values
-
-
 def _converter(field: dataclasses.Field) -> Callable[[str], Any]:
     if field.name == "learning_rate":
-        return _numbers
+        return rate_list(positive=False)
     if field.name == "task":
         return _cli.names("tasks", TASKS)
     if field.name == "scheme":
@@ -153,81 +153,18 @@ def build_parser() -> OneLineParser:
         "setting) to this file, e.g. sweep.png; its suffix is the format "
         "(default: no figure)",
     )
-    add(
-        "--tune-seeds",
-        type=_cli.integers(0),
-        default=list(DEFAULT_TUNE_SEEDS),
-        metavar="S,S,...",
-        help="seeds of the tuning runs only (disjoint from --seeds); unused with "
-        "one learning rate",
-    )
-    add(
-        "--max-rates",
-        type=_cli.integer(1),
-        default=DEFAULT_MAX_RATES,
-        metavar="N",
-        help="the most rates a cell's grid grows to while its best rate sits at an "
-        "edge (each cell: setting, task, scheme, training size; at least the "
+    add_tuning_flags(
+        parser,
+        tune_seeds=DEFAULT_TUNE_SEEDS,
+        max_rates=DEFAULT_MAX_RATES,
+        tune_help="seeds of the tuning runs only (disjoint from --seeds); unused "
+        "with one learning rate",
+        max_help="the most rates a cell's grid grows to while its best rate sits "
+        "at an edge (each cell: setting, task, scheme, training size; at least the "
         "number of --learning-rates)",
     )
     add_engine_flags(parser)
     return parser
-
-
-def add_engine_flags(
-    parser: argparse.ArgumentParser,
-    *,
-    workers: int | None = None,
-    runs_help: str = "",
-) -> None:
-    """Add where a sweep's runs go and are kept: ``--workers``, ``--engine``,
-    ``--scheduler``, ``--runs-dir``, ``--threads`` and ``--quiet``.
-
-    Every command that hands runs to the engine (``open_engine``) and keeps
-    them in a runs folder (``store.RunStore``) takes these flags, checked by
-    :func:`engine_from_args` and :func:`runs_dir_from_args`. ``workers``: the
-    default of ``--workers`` (the CPU count when None); ``runs_help``: more words
-    on the runs folder.
-    """
-    add = parser.add_argument
-    add(
-        "--workers",
-        type=_cli.integer(1),
-        default=(os.cpu_count() or 1) if workers is None else workers,
-        metavar="N",
-        help="runs at the same time: local processes, or the processes of "
-        "--scheduler local; the default is the CPU count",
-    )
-    add(
-        "--engine",
-        choices=ENGINES,
-        default="local",
-        help="where the runs go: local processes, or a Dask cluster (needs "
-        "--scheduler and the cluster extra, pip install 'relpos[cluster]')",
-    )
-    add(
-        "--scheduler",
-        default=None,
-        metavar="ADDRESS",
-        help="with --engine dask: the scheduler's address (tcp://host:8786), "
-        "or 'local' for a LocalCluster of --workers processes",
-    )
-    add(
-        "--runs-dir",
-        default=None,
-        metavar="DIR",
-        help="folder of the finished runs' records, read back on a rerun (default: "
-        f"the --output path with the suffix .runs){runs_help}",
-    )
-    add(
-        "--threads",
-        type=_cli.integer(1),
-        default=1,
-        metavar="N",
-        help="torch CPU threads of each run: these tiny models run no faster "
-        "with more, and another count can change the last digits of results",
-    )
-    add("--quiet", action="store_true", help="no progress bar on stderr")
 
 
 def config_from_args(
@@ -260,64 +197,14 @@ def config_from_args(
 
     base = _cli.config_or_exit(parser, build, names)
     if len(rates) > 1:
-        shared = sorted(set(args.tune_seeds) & set(args.seed))
-        if shared:
-            parser.fail(
-                "--tune-seeds",
-                f"must be disjoint from --seeds, both hold {_cli.show_default(shared)}",
-            )
-        if args.max_rates < len(rates):
-            parser.fail(
-                "--max-rates", f"must be at least the {len(rates)} --learning-rates"
-            )
+        tuning_from_args(
+            parser,
+            seeds=args.seed,
+            tune_seeds=args.tune_seeds,
+            learning_rates=rates,
+            max_rates=args.max_rates,
+        )
     return base
-
-
-def engine_options(args: argparse.Namespace, runs_dir: Any) -> dict[str, Any]:
-    """The keyword arguments every sweep runner takes from :func:`add_engine_flags`'
-    flags: ``engine``, ``workers``, ``scheduler``, ``threads``, ``runs_dir`` and
-    ``progress``."""
-    return dict(
-        engine=args.engine,
-        workers=args.workers,
-        scheduler=args.scheduler,
-        threads=args.threads,
-        runs_dir=runs_dir,
-        progress=not args.quiet,
-    )
-
-
-def engine_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Check --engine and --scheduler together (a one-line error naming the flag)."""
-    if args.engine == "local" and args.scheduler is not None:
-        parser.fail("--scheduler", "needs --engine dask")
-    if args.engine == "dask":
-        if args.scheduler is None:
-            parser.fail("--engine", "dask needs --scheduler ADDRESS (or 'local')")
-        try:
-            import distributed  # noqa: F401
-        except ImportError:
-            parser.fail(
-                "--engine",
-                "dask needs dask.distributed: pip install 'relpos[cluster]'",
-            )
-
-
-def runs_dir_from_args(
-    parser: argparse.ArgumentParser, args: argparse.Namespace
-) -> Path:
-    """The runs folder (default: --output with the suffix .runs), made if missing."""
-    folder = (
-        Path(args.output).with_suffix(".runs")
-        if args.runs_dir is None
-        else Path(args.runs_dir)
-    )
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        _cli.check_writable("--runs-dir", folder / "probe.json", make_parents=False)
-    except (OSError, ValueError) as error:
-        parser.fail("--runs-dir", f"cannot write to {str(folder)!r} ({error})")
-    return folder
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -327,10 +214,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser = build_parser()
     args = parser.parse_args(argv)
     base = config_from_args(parser, args)
-    engine_from_args(parser, args)
-    _cli.output_flag(parser, "--output", args.output, make_parents=False)
-    _cli.output_flag(parser, "--plot", args.plot, make_parents=False, plot=True)
-    runs_dir = runs_dir_from_args(parser, args)
+    runs_dir = check_outputs(parser, args, make_parents=False)
 
     from ..plot import accuracy_grid
     from .report import format_table

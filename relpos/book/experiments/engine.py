@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterable, Iterator, Protocol
 import torch
 from tqdm import tqdm
 
+from ..runner import ENGINES
 from .config import Config, model_seed
 from .measure import (
     attention_peaks,
@@ -44,8 +45,6 @@ from .store import KINDS, RunStore
 from .train import initial_model, train
 from .tuning import mean_final_loss, tune_one
 
-#: The executors a sweep can hand its runs to.
-ENGINES = ("local", "dask")
 
 Job = tuple[str, Config]  # (kind, config): kind is "measured" or "tuning"
 #: What an executor calls per job: ``job(kind, config, threads) -> record``.

@@ -87,27 +87,22 @@ to most, on the test sequences of the training length.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import json
 import os
-import platform
-import re
 import statistics
 import time
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-import torch
-
-import relpos
-
+from ..runner import machine_info, open_runs, run_header
+from ..runner import store as runs_store
 from ..stats import bootstrap_interval
 from .config import SETTINGS, Config
 from .coverage import READERS, coverage_table
-from .engine import execute, open_engine, run_one
+from .engine import run_one
 from .schemes import SCHEMES
-from .store import SCHEMA, RunStore
+from .store import SCHEMA
 from .tasks import TASKS, get_task
 from .tuning import Cell, tune_cells
 
@@ -117,49 +112,6 @@ GRID_FIELDS = tuple(
 )
 _GRID_ORDER = ("setting", "task", "scheme", "train_size", "seed")
 SummaryKey = tuple[str, str, str, int, int]
-
-
-def _processor_name() -> str:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-        match = re.search(r"^model name\s*:\s*(.+)$", text, re.MULTILINE)
-    except OSError:
-        match = None
-    return (
-        match.group(1).strip()
-        if match
-        else (platform.processor() or platform.machine())
-    )
-
-
-def run_header(threads: int, engine: str, workers: int) -> dict[str, Any]:
-    """What every sweep's JSON says of where and with what it ran: ``machine``
-    (:func:`machine_info`, the threads of every run, the engine and its
-    workers), ``torch`` and ``relpos`` (their versions)."""
-    return {
-        "machine": {
-            **machine_info(),
-            "torch_threads": threads,  # of every run, whatever this process has
-            "engine": engine,
-            "workers": workers,
-        },
-        "torch": torch.__version__,
-        "relpos": relpos.__version__,
-    }
-
-
-def machine_info() -> dict[str, Any]:
-    """The machine a sweep ran on: processor, cores, torch threads, platform, date."""
-    return {
-        "processor": _processor_name(),
-        "cpu_count": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
-            timespec="seconds"
-        ),
-    }
 
 
 def compare(
@@ -333,11 +285,16 @@ def run_sweep(
         for seed in seeds
     ]  # every Config re-checks its fields before any run starts
     tune_grid = [(s, t, m, n) for s, t, m in cells for n in train_sizes]
-    store = RunStore(runs_dir, stamp=stamp)
+    store = runs_store(runs_dir, stamp=stamp)
     start = time.perf_counter()
-    with open_engine(
-        engine, workers=workers, scheduler=scheduler, threads=threads
-    ) as executor:
+    with open_runs(
+        store,
+        engine=engine,
+        workers=workers,
+        scheduler=scheduler,
+        threads=threads,
+        progress=progress,
+    ) as run:
 
         def run_tuning(jobs: list[tuple[Cell, float, int]]) -> list[dict[str, Any]]:
             configs = [
@@ -347,14 +304,7 @@ def run_sweep(
                 )
                 for (s, t, m, n), rate, seed in jobs
             ]
-            records, _ = execute(
-                [("tuning", c) for c in configs],
-                store,
-                executor,
-                progress=progress,
-                description="tuning",
-            )
-            return records
+            return run("tuning", configs)
 
         if tuned:
             chosen, tuning_runs = tune_cells(
@@ -386,13 +336,7 @@ def run_sweep(
             )
             for c in grid
         ]
-        runs, _ = execute(
-            [("measured", c) for c in grid],
-            store,
-            executor,
-            progress=progress,
-            description="runs",
-        )
+        runs = run("measured", grid)
     config = {
         k: v
         for k, v in base.to_dict().items()

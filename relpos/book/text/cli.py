@@ -22,16 +22,21 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
 from .. import _cli
-from ..experiments.cli import engine_from_args, engine_options, runs_dir_from_args
-from ..experiments.engine import ENGINES
 from ..experiments.schemes import SCHEMES
+from ..runner import (
+    add_engine_flags,
+    add_tuning_flags,
+    check_outputs,
+    engine_options,
+    rate_list,
+    tuning_from_args,
+)
 from .config import SETTINGS, TextConfig
 from .corpus import KINDS
 
@@ -71,13 +76,6 @@ def _converter(default: object) -> Any:
     if isinstance(default, float):
         return _cli.number()
     return str
-
-
-def _rates(text: str) -> list[float]:
-    values = [_cli.number(0.0, above=True)(part.strip()) for part in text.split(",")]
-    if len(set(values)) != len(values):
-        raise argparse.ArgumentTypeError(f"expected distinct rates, got {text!r}")
-    return values
 
 
 def build_parser() -> _cli.OneLineParser:
@@ -121,7 +119,7 @@ def build_parser() -> _cli.OneLineParser:
     add(
         "--learning-rates",
         dest="learning_rate",
-        type=_rates,
+        type=rate_list(),
         default=list(DEFAULT_LEARNING_RATES),
         metavar="LR,LR,...",
         help="the log-spaced grid each (setting, scheme) is tuned on (validation "
@@ -139,60 +137,14 @@ def build_parser() -> _cli.OneLineParser:
                 default=list(default) if isinstance(default, tuple) else default,
                 help=HELP[field.name],
             )
-    add(
-        "--tune-seeds",
-        type=_cli.integers(0),
-        default=list(DEFAULT_TUNE_SEEDS),
-        metavar="S,S,...",
-        help="seeds of the tuning runs (disjoint from --seeds)",
-    )
-    add(
-        "--max-rates",
-        type=_cli.integer(2),
-        default=8,
-        metavar="N",
-        help="most rates a tuned grid grows to",
-    )
+    add_tuning_flags(parser, tune_seeds=DEFAULT_TUNE_SEEDS, max_rates=8)
     add(
         "--output",
         default="text.json",
         metavar="PATH",
         help="the JSON results; when it exists, this sweep's runs are added to it",
     )
-    add(
-        "--runs-dir",
-        default=None,
-        metavar="DIR",
-        help="folder of the finished runs' records (default: --output with the "
-        "suffix .runs)",
-    )
-    add(
-        "--workers",
-        type=_cli.integer(1),
-        default=os.cpu_count() or 1,
-        metavar="N",
-        help="runs at the same time (local processes)",
-    )
-    add(
-        "--engine",
-        choices=ENGINES,
-        default="local",
-        help="local processes, or a Dask cluster (with --scheduler)",
-    )
-    add(
-        "--scheduler",
-        default=None,
-        metavar="ADDRESS",
-        help="with --engine dask: the scheduler's address, or 'local'",
-    )
-    add(
-        "--threads",
-        type=_cli.integer(1),
-        default=1,
-        metavar="N",
-        help="torch threads of each run",
-    )
-    add("--quiet", action="store_true", help="no progress bar on stderr")
+    add_engine_flags(parser)
     return parser
 
 
@@ -221,13 +173,13 @@ def config_from_args(
 
     base = _cli.config_or_exit(parser, build, flags)
     if len(args.learning_rate) > 1:
-        shared = sorted(set(args.tune_seeds) & set(args.seed))
-        if shared:
-            parser.fail(
-                "--tune-seeds", f"must be disjoint from --seeds, both hold {shared}"
-            )
-        if args.max_rates < len(args.learning_rate):
-            parser.fail("--max-rates", "must be >= the number of --learning-rates")
+        tuning_from_args(
+            parser,
+            seeds=args.seed,
+            tune_seeds=args.tune_seeds,
+            learning_rates=args.learning_rate,
+            max_rates=args.max_rates,
+        )
     return base
 
 
@@ -266,9 +218,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = build_parser()
     args = parser.parse_args(argv)
     base = config_from_args(parser, args)
-    engine_from_args(parser, args)
-    _cli.output_flag(parser, "--output", args.output, make_parents=False)
-    runs_dir = runs_dir_from_args(parser, args)
+    runs_dir = check_outputs(parser, args, make_parents=False, paths=("--output",))
     old = existing_output(parser, args.output, base)
 
     from .sweep import format_text_table, merge_results, run_text_sweep

@@ -37,7 +37,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import _cli
 from ..experiments.store import RunStore
 from ..stats import clustered_interval, paired_test
 from .config import TextConfig
@@ -440,7 +439,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Parse ``argv``, run the probe, write its JSON and figure, return the JSON."""
     import json
 
-    from ..experiments.cli import engine_from_args, engine_options, runs_dir_from_args
+    from ..runner import check_outputs, engine_options
     from .cli import config_from_args
     from .length_plot import length_figure
 
@@ -450,9 +449,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.setting != ["causal"]:
         parser.fail("--setting", f"must be causal for this probe, got {args.setting}")
     base = config_from_args(parser, args)
-    engine_from_args(parser, args)
-    _cli.output_flag(parser, "--output", args.output, make_parents=True)
-    runs_dir = runs_dir_from_args(parser, args)
+    runs_dir = check_outputs(parser, args, make_parents=True, paths=("--output",))
     command = shlex.join(["python", "-m", "relpos.book.text.length_probe", *argv])
     result = run_length_probe(
         base,

@@ -29,15 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from .. import _cli
-from ..experiments.cli import (
+from ..runner import (
     add_engine_flags,
-    engine_from_args,
+    check_outputs,
     engine_options,
-    runs_dir_from_args,
+    open_runs,
+    run_header,
+    store,
 )
-from ..experiments.engine import execute, open_engine
-from ..experiments.store import RunStore
-from ..experiments.sweep import run_header
 from . import masked_baselines as study
 from .config import TextConfig
 from .corpus import stdlib_corpus
@@ -86,22 +85,18 @@ def run_study(
     """Run (or read) every run of :func:`plan` and summarise: the JSON dict."""
     corpus = stdlib_corpus(base.corpus)
     base = base.replace(corpus_sha256=corpus.sha256)
-    jobs = [("measured", run) for run in plan(base, seeds)]
     start = time.perf_counter()
-    with open_engine(
-        engine,
+    with open_runs(
+        store(runs_dir, stamp=STAMP),
+        engine=engine,
         workers=workers,
         scheduler=scheduler,
         threads=threads,
         job=study.masked_job,
-    ) as executor:
-        runs, _ = execute(
-            jobs,
-            RunStore(runs_dir, stamp=STAMP),
-            executor,
-            progress=progress,
-            label=study.label,
-        )
+        progress=progress,
+        label=study.label,
+    ) as run:
+        runs = run("measured", plan(base, seeds))
     swept = ("scheme", "seed", "learning_rate")
     return {
         "schema": RESULT_SCHEMA,
@@ -151,7 +146,7 @@ def build_parser() -> _cli.OneLineParser:
         help="optimiser steps of every run (fewer: a quick check, not results)")
     add("--output", required=True, metavar="PATH", help="where to write the JSON")
     add("--plot", default=None, metavar="PATH", help="where to save the figure")
-    add_engine_flags(parser, workers=2)
+    add_engine_flags(parser)
     return parser
 
 
@@ -169,10 +164,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         lambda: TextConfig(**{**study.STUDY, "steps": args.steps}),
         {"steps": "--steps"},
     )
-    engine_from_args(parser, args)
-    _cli.output_flag(parser, "--output", args.output, make_parents=True)
-    _cli.output_flag(parser, "--plot", args.plot, make_parents=True, plot=True)
-    runs_dir = runs_dir_from_args(parser, args)
+    runs_dir = check_outputs(parser, args, make_parents=True)
     command = shlex.join(["python", "-m", "relpos.book.text.masked_cli", *argv])
     result = run_study(
         base, args.seeds, **engine_options(args, runs_dir), command=command

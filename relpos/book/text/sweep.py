@@ -1,12 +1,12 @@
 """A text sweep: each (setting, scheme, seed) tuned, trained at ``L``, measured beyond.
 
 :func:`run_text_sweep` builds the corpus, tunes the learning rate of every
-(setting, scheme) on validation text at ``L`` (``experiments.rate_grid.tune_rates``: a grid
+(setting, scheme) on validation text at ``L`` (``runner.Runs.tuned``: a grid
 extended until its best rate is bracketed), trains every seed at the chosen
-rate and evaluates it on the test split at every length. Runs go to the
-experiments' executors (``open_engine``: local processes or Dask, one torch
-thread each) and every finished run is a record in the experiments' runs folder
-(``RunStore``): a stopped sweep resumes, and the corpus SHA-256 is part of
+rate and evaluates it on the test split at every length. Runs go to the run
+engine (``runner.open_runs``: local processes or Dask, one torch thread each)
+and every finished run is a record in the runs folder (``RunStore``): a
+stopped sweep resumes, and the corpus SHA-256 is part of
 every run's key, so a record of another corpus is never reused.
 
 The JSON (``TEXT_SCHEMA = 1``)::
@@ -44,14 +44,15 @@ from typing import Any
 
 import torch
 
-from ..experiments.engine import JobFunction, execute, open_engine
+from ..experiments.engine import JobFunction
 from ..experiments.schemes import SCHEMES
 from ..experiments.store import RunStore
-from ..experiments.sweep import check_tune_seeds, run_header
+from ..experiments.sweep import check_tune_seeds
+from ..runner import open_runs, run_header
+from ..runner import store as runs_store
 from .config import SETTINGS, TextConfig
 from .corpus import stdlib_corpus
 from .train import run_text, tune_text
-from ..experiments.rate_grid import tune_rates
 
 #: The JSON schema of a text sweep.
 TEXT_SCHEMA = 1
@@ -170,61 +171,31 @@ def run_text_sweep(
         for seed in [*seeds, *tune_seeds]:
             base.replace(setting=setting, scheme=scheme, seed=seed)
     if store is None:
-        store = RunStore(runs_dir)
+        store = runs_store(runs_dir)
     elif runs_dir is not None:
         raise ValueError("runs_dir and store must not both be given")
     start = time.perf_counter()
-    tuning_runs: list[dict[str, Any]] = []
-    with open_engine(
-        engine, workers=workers, scheduler=scheduler, threads=threads, job=job
-    ) as executor:
-
-        def run(kind: str, configs: list[TextConfig]) -> list[dict[str, Any]]:
-            jobs = [(kind, c) for c in configs]
-            description = "runs" if kind == "measured" else kind
-            records, _ = execute(
-                jobs,
-                store,
-                executor,
-                progress=progress,
-                description=description,
-                label=_label,
-            )
-            return records
-
-        def measure(jobs: list[tuple[tuple[str, str], float]]) -> list[float | None]:
-            configs = [
-                base.replace(setting=s, scheme=m, seed=seed, learning_rate=rate)
-                for (s, m), rate in jobs
-                for seed in tune_seeds
-            ]
-            records = run("tuning", configs)
-            tuning_runs.extend(records)
-            scores = [r["valid_bpb"] for r in records]
-            size = len(tune_seeds)
-            per_job = [scores[i : i + size] for i in range(0, len(scores), size)]
-            return [None if None in s else statistics.fmean(s) for s in per_job]
-
-        if tuned:
-            chosen = tune_rates(cells, rates, measure, max_rates=max_rates)
-        else:
-            chosen = {
-                cell: {
-                    "rates": rates,
-                    "scores": [None],
-                    "chosen": rates[0],
-                    "bracketed": None,  # nothing tuned
-                }
-                for cell in cells
-            }
-        grid = [
-            base.replace(
-                setting=s, scheme=m, seed=seed, learning_rate=chosen[(s, m)]["chosen"]
-            )
-            for s, m in cells
-            for seed in seeds
-        ]
-        runs = run("measured", grid)
+    with open_runs(
+        store,
+        engine=engine,
+        workers=workers,
+        scheduler=scheduler,
+        threads=threads,
+        job=job,
+        progress=progress,
+        label=_label,
+    ) as run:
+        chosen, tuning_runs, runs = run.tuned(
+            cells,
+            rates,
+            lambda kind, cell, seed, rate: base.replace(
+                setting=cell[0], scheme=cell[1], seed=seed, learning_rate=rate
+            ),
+            lambda record: record["valid_bpb"],
+            tune_seeds=tune_seeds,
+            seeds=seeds,
+            max_rates=max_rates,
+        )
     result: dict[str, Any] = {
         "schema": TEXT_SCHEMA,
         "commands": [] if command is None else [command],

@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
 from ... import _cli
-from ..cli import engine_from_args, engine_options, runs_dir_from_args
+from ...runner import (
+    add_engine_flags,
+    check_outputs,
+    engine_options,
+)
 from ..config import Config
-from ..engine import ENGINES
 from .run import DEFAULT_SEEDS, INTERVENTIONS, run_interventions
 
 
@@ -69,35 +71,9 @@ def build_parser() -> _cli.OneLineParser:
         metavar="PATH",
         help="where to write the JSON (required)",
     )
-    add(
-        "--runs-dir",
-        default=None,
-        metavar="DIR",
-        help="folder of the finished runs' records (default: --output with the "
-        "suffix .runs); keep it apart from the sweeps' runs folders",
+    add_engine_flags(
+        parser, runs_help="; keep it apart from the sweeps' runs folders"
     )
-    add(
-        "--workers",
-        type=_cli.integer(1),
-        default=min(2, os.cpu_count() or 1),
-        metavar="N",
-        help="runs at the same time (local processes, or those of --scheduler local)",
-    )
-    add("--engine", choices=ENGINES, default="local", help="local processes or dask")
-    add(
-        "--scheduler",
-        default=None,
-        metavar="ADDRESS",
-        help="with --engine dask: the scheduler's address, or 'local'",
-    )
-    add(
-        "--threads",
-        type=_cli.integer(1),
-        default=1,
-        metavar="N",
-        help="torch CPU threads of each run",
-    )
-    add("--quiet", action="store_true", help="no progress bar on stderr")
     return parser
 
 
@@ -112,9 +88,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     changes = {} if args.steps is None else {"steps": args.steps}
     _cli.config_or_exit(parser, lambda: Config(**changes), {"steps": "--steps"})
-    engine_from_args(parser, args)
-    _cli.output_flag(parser, "--output", args.output, make_parents=False)
-    runs_dir = runs_dir_from_args(parser, args)
+    runs_dir = check_outputs(parser, args, make_parents=False, paths=("--output",))
     result = run_interventions(
         args.only,
         seeds=args.seeds,

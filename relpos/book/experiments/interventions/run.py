@@ -42,10 +42,10 @@ import torch
 
 from relpos.book import results
 
+from ...runner import open_runs, run_header
+from ...runner import store as runs_store
 from ..config import Config
-from ..engine import execute, open_engine
 from ..store import RunStore
-from ..sweep import run_header
 from . import causal_t5, retrained, row_zero, sinusoid, two_hop
 from .mechanisms import DEBERTA_REACH, MQAR_SPREAD, SINUSOID_ONE_RATE
 from .sinusoid import PAIRED_WITH
@@ -371,20 +371,24 @@ def run_interventions(
         for cell in INTERVENTIONS[name].cells
         for seed in seeds
     ]
-    store = RunStore(runs_dir, stamp=STAMP)
+    store = runs_store(runs_dir, stamp=STAMP)
     for _, _, config in planned:
         _drop_stale(store, config)
     start = time.perf_counter()
-    with open_engine(
-        engine, workers=workers, scheduler=scheduler, threads=threads, job=run_job
-    ) as executor:
-        records, _ = execute(
-            [("measured", config) for _, _, config in planned],
-            store,
-            executor,
-            progress=progress,
+    with open_runs(
+        store,
+        engine=engine,
+        workers=workers,
+        scheduler=scheduler,
+        threads=threads,
+        job=run_job,
+        progress=progress,
+        label=_label,
+    ) as run:
+        records = run(
+            "measured",
+            [config for _, _, config in planned],
             description="interventions",
-            label=_label,
         )
     found: dict[str, Any] = {}
     for name in names:

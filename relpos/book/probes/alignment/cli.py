@@ -5,13 +5,12 @@ the committed items, and writes the JSON (summary, comparisons, the verdict's
 record), the per-item table and the figure. Every finished run is a record in
 ``--runs-dir`` (default: the committed ``results/probes/alignment/runs/``), so
 the same command resumes after a stop, in this session or the next. Where the
-runs go: the experiments' flags (``experiments.cli.add_engine_flags``). Bad
+runs go: the run engine's flags (``relpos.book.runner.add_engine_flags``). Bad
 flags stop it before any training, one line naming the flag.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 import sys
@@ -19,11 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from ... import _cli
-from ...experiments.cli import (
+from ...runner import (
     add_engine_flags,
-    engine_from_args,
+    add_tuning_flags,
+    check_outputs,
     engine_options,
-    runs_dir_from_args,
+    rate_list,
+    tuning_from_args,
 )
 from .design import ABSOLUTE_ARMS, ARM_CONFIGS, FULL_STEPS, MAIN_ARM, VERDICT_STEPS
 from .items import ITEMS_PATH
@@ -48,13 +49,12 @@ def build_parser() -> _cli.OneLineParser:
         default=list(ARM_CONFIGS), metavar="NAMES", help="comma-separated arms")
     add("--seeds", type=_cli.integers(0), default=list(DEFAULT_SEEDS),
         metavar="S,S,...", help="measured seeds")
-    add("--tune-seeds", type=_cli.integers(0), default=list(DEFAULT_TUNE_SEEDS),
-        metavar="S,S,...", help="tuning seeds (disjoint from --seeds)")
-    add("--learning-rates", type=_rates,
+    add("--learning-rates", type=rate_list(2),
         default=list(DEFAULT_RATES), metavar="LR,LR,...",
         help="the log-spaced grid each arm is tuned on, extended past an edge")
-    add("--max-rates", type=_cli.integer(2), default=6, metavar="N",
-        help="most rates a grid grows to")
+    add_tuning_flags(parser, tune_seeds=DEFAULT_TUNE_SEEDS, max_rates=6,
+                     tune_help="tuning seeds (disjoint from --seeds)",
+                     max_help="most rates a grid grows to")
     add("--steps", type=_cli.integer(1), default=VERDICT_STEPS, metavar="N",
         help="optimiser steps of every run (the verdict's budget; the full "
         f"budget is {FULL_STEPS})")
@@ -66,18 +66,10 @@ def build_parser() -> _cli.OneLineParser:
         help="per arm, each item's share of seeds right and mean margin")
     add("--plot", default=str(RESULTS.parent / "alignment.png"), metavar="PATH",
         help="the figure")
-    add_engine_flags(parser, workers=2, runs_help="; the probe's committed "
+    add_engine_flags(parser, runs_help="; the probe's committed "
                      "folder, which make probe-alignment passes, is "
                      "relpos/book/results/probes/alignment/runs")
     return parser
-
-
-def _rates(text: str) -> list[float]:
-    values = [_cli.number(0.0, above=True)(part.strip()) for part in text.split(",")]
-    if len(values) < 2 or len(set(values)) != len(values):
-        raise argparse.ArgumentTypeError(
-            f"expected two or more distinct rates, got {text!r}")
-    return values
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -89,17 +81,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     base = _cli.config_or_exit(parser, lambda: ProbeRun(steps=args.steps),
                                {"steps": "--steps"})
-    shared = sorted(set(args.tune_seeds) & set(args.seeds))
-    if shared:
-        parser.fail("--tune-seeds",
-                    f"must be disjoint from --seeds, both hold {shared}")
-    if args.max_rates < len(args.learning_rates):
-        parser.fail("--max-rates", "must be >= the number of --learning-rates")
-    engine_from_args(parser, args)
-    for flag, path in (("--output", args.output), ("--per-item", args.per_item)):
-        _cli.output_flag(parser, flag, path, make_parents=True)
-    _cli.output_flag(parser, "--plot", args.plot, make_parents=True, plot=True)
-    runs_dir = runs_dir_from_args(parser, args)
+    tuning_from_args(parser, seeds=args.seeds, tune_seeds=args.tune_seeds,
+                     learning_rates=args.learning_rates, max_rates=args.max_rates)
+    runs_dir = check_outputs(parser, args, make_parents=True,
+                             paths=("--output", "--per-item", "--plot"))
     from .items import file_sha256, load_items
 
     try:

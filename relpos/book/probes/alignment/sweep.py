@@ -3,11 +3,11 @@
 The protocol of chapter 12: each arm's learning rate is tuned on the tuning
 seeds (bits per byte on a validation stream at ``L``; the items are never
 read) over a log-spaced grid extended past an edge until the best is interior
-(``experiments.rate_grid.tune_rates``); then every measured seed trains at the
-chosen rate and scores every item. Runs go to the experiments' executors
-(``open_engine``); each finished run is its own record in a runs folder keyed
-on :data:`STAMP` (the probe and ``design.PROBE_SCHEMA``) and not on the relpos
-version (``RunStore(stamp=STAMP)``), committed to git, so the sweep resumes across
+(``runner.Runs.tuned``); then every measured seed trains at the chosen rate
+and scores every item. Runs go to the run engine (``runner.open_runs``); each
+finished run is its own record in a runs folder keyed on :data:`STAMP` (the
+probe and ``design.PROBE_SCHEMA``) and not on the relpos version
+(``RunStore(stamp=STAMP)``), committed to git, so the sweep resumes across
 sessions and releases.
 
 The JSON (``alignment.json``)::
@@ -30,16 +30,15 @@ every item, seed and arm stay in the runs folder, and the per-item table
 from __future__ import annotations
 
 import os
-import statistics
 import time
 from typing import Any, Sequence
 
 import torch
 
-from ...experiments.engine import execute, open_engine
-from ...experiments.rate_grid import tune_rates
+from ...experiments.rate_grid import check_grid
 from ...experiments.store import RunStore
-from ...experiments.sweep import check_tune_seeds, run_header
+from ...experiments.sweep import check_tune_seeds
+from ...runner import open_runs, run_header
 from .design import ARM_CONFIGS, ARMS, FALSIFIER, MECHANISM, PREDICTION, PROBE_SCHEMA
 from .run import ProbeRun, check_items, probe_run
 
@@ -118,43 +117,28 @@ def run_probe(
     frozen = tuple(items)
     store = probe_store(runs_dir)
     start = time.perf_counter()
-    tuning_runs: list[dict[str, Any]] = []
-    with open_engine(
-        engine, workers=workers, scheduler=scheduler, threads=threads, job=probe_job
-    ) as executor:
-
-        def run(kind: str, configs: list[ProbeRun]) -> list[dict[str, Any]]:
-            jobs = [(kind, (c, frozen if kind == "measured" else ())) for c in configs]
-            records, _ = execute(
-                jobs,
-                store,
-                executor,
-                progress=progress,
-                description="runs" if kind == "measured" else kind,
-                label=_label,
-            )
-            return records
-
-        def measure(jobs: list[tuple[str, float]]) -> list[float | None]:
-            configs = [
-                base.replace(arm=arm, seed=seed, learning_rate=rate)
-                for arm, rate in jobs
-                for seed in tune_seeds
-            ]
-            records = run("tuning", configs)
-            tuning_runs.extend(records)
-            scores = [r["valid_bpb"] for r in records]
-            size = len(tune_seeds)
-            per_job = [scores[i : i + size] for i in range(0, len(scores), size)]
-            return [None if None in s else statistics.fmean(s) for s in per_job]
-
-        chosen = tune_rates(list(arms), rates, measure, max_rates=max_rates)
-        grid = [
-            base.replace(arm=arm, seed=seed, learning_rate=chosen[arm]["chosen"])
-            for arm in arms
-            for seed in seeds
-        ]
-        runs = run("measured", grid)
+    with open_runs(
+        store,
+        engine=engine,
+        workers=workers,
+        scheduler=scheduler,
+        threads=threads,
+        job=probe_job,
+        progress=progress,
+        label=_label,
+    ) as run:
+        chosen, tuning_runs, runs = run.tuned(
+            list(arms),
+            check_grid(rates),  # the probe tunes: two rates or more
+            lambda kind, arm, seed, rate: (
+                base.replace(arm=arm, seed=seed, learning_rate=rate),
+                frozen if kind == "measured" else (),
+            ),
+            lambda record: record["valid_bpb"],
+            tune_seeds=tune_seeds,
+            seeds=seeds,
+            max_rates=max_rates,
+        )
     return {
         "schema": PROBE_SCHEMA,
         "commands": [] if command is None else [command],

@@ -11,7 +11,6 @@ line naming the flag (exit status 2).
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 import sys
@@ -19,11 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from ... import _cli
-from ...experiments.cli import (
+from ...runner import (
     add_engine_flags,
-    engine_from_args,
+    add_tuning_flags,
+    check_outputs,
     engine_options,
-    runs_dir_from_args,
+    rate_list,
+    tuning_from_args,
 )
 from ...text.config import TextConfig
 from . import design
@@ -32,15 +33,6 @@ from .run import STUDY
 DEFAULT_SEEDS = tuple(range(10))
 DEFAULT_TUNE_SEEDS = (100, 101)
 DEFAULT_LEARNING_RATES = (1e-3, 3.16e-3, 1e-2)
-
-
-def _rates(text: str) -> list[float]:
-    values = [_cli.number(0.0, above=True)(part.strip()) for part in text.split(",")]
-    if len(set(values)) != len(values) or len(values) < 2:
-        raise argparse.ArgumentTypeError(
-            f"expected two or more distinct rates, got {text!r}"
-        )
-    return values
 
 
 def build_parser() -> _cli.OneLineParser:
@@ -64,17 +56,14 @@ def build_parser() -> _cli.OneLineParser:
         default=list(design.ARMS), metavar="NAMES", help="comma-separated arms")
     add("--seeds", type=_cli.integers(0), default=list(DEFAULT_SEEDS),
         metavar="S,S,...", help="measured seeds")
-    add("--tune-seeds", type=_cli.integers(0), default=list(DEFAULT_TUNE_SEEDS),
-        metavar="S,S,...", help="seeds of the tuning runs (disjoint from --seeds)")
-    add("--learning-rates", type=_rates, default=list(DEFAULT_LEARNING_RATES),
+    add("--learning-rates", type=rate_list(2), default=list(DEFAULT_LEARNING_RATES),
         metavar="R,R,...", help="the first grid of rates, extended until interior")
-    add("--max-rates", type=_cli.integer(2), default=5, metavar="N",
-        help="most rates a tuned grid grows to")
+    add_tuning_flags(parser, tune_seeds=DEFAULT_TUNE_SEEDS, max_rates=5)
     add("--steps", type=_cli.integer(1), default=STUDY["steps"], metavar="N",
         help="optimiser steps of every run (fewer: a quick check, not results)")
     add("--output", required=True, metavar="PATH", help="where to write the JSON")
     add("--plot", default=None, metavar="PATH", help="where to save the figure")
-    add_engine_flags(parser, workers=2)
+    add_engine_flags(parser)
     return parser
 
 
@@ -92,17 +81,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         lambda: TextConfig(**{**STUDY, "steps": args.steps}),
         {"steps": "--steps"},
     )
-    shared = sorted(set(args.tune_seeds) & set(args.seeds))
-    if shared:
-        parser.fail(
-            "--tune-seeds", f"must be disjoint from --seeds, both hold {shared}"
-        )
-    if args.max_rates < len(args.learning_rates):
-        parser.fail("--max-rates", "must be >= the number of --learning-rates")
-    engine_from_args(parser, args)
-    _cli.output_flag(parser, "--output", args.output, make_parents=True)
-    _cli.output_flag(parser, "--plot", args.plot, make_parents=True, plot=True)
-    runs_dir = runs_dir_from_args(parser, args)
+    tuning_from_args(
+        parser,
+        seeds=args.seeds,
+        tune_seeds=args.tune_seeds,
+        learning_rates=args.learning_rates,
+        max_rates=args.max_rates,
+    )
+    runs_dir = check_outputs(parser, args, make_parents=True)
 
     from .plot import probe_figure
     from .sweep import run_probe

@@ -6,7 +6,7 @@ tuned on the tuning seeds over a log-spaced grid extended past an edge until
 the best is interior (``experiments.rate_grid.tune_rates``, chapter 12's rule),
 scored by the summed validation loss of the objectives it trains on; every
 measured seed then trains at the chosen rate and is measured on the test split.
-Runs go to the experiments' executors (``engine.open_engine``) and every
+Runs go to the run engine (``relpos.book.runner.open_runs``) and every
 finished run is a record in the runs folder (``store.RunStore``) stamped with
 the probe's own schema (:data:`design.SCHEMA`), not relpos's version: the folder
 is committed, and a stopped sweep resumes in another session.
@@ -26,14 +26,12 @@ The JSON (``RESULT_SCHEMA = 1``)::
 from __future__ import annotations
 
 import os
-import statistics
 import time
 from typing import Any
 
-from ...experiments.engine import execute, open_engine
-from ...experiments.rate_grid import tune_rates
-from ...experiments.store import RunStore
-from ...experiments.sweep import check_tune_seeds, run_header
+from ...experiments.sweep import check_tune_seeds
+from ...runner import open_runs, run_header
+from ...runner import store as runs_store
 from ...text.config import TextConfig
 from ...text.corpus import stdlib_corpus
 from . import design
@@ -48,6 +46,12 @@ STAMP = {"probe": "gradients", "schema": design.SCHEMA}
 SWEPT = ("scheme", "seed", "learning_rate")
 
 Cell = tuple[str, tuple[str, ...]]  # (arm, objectives)
+
+
+def _finite_score(record: dict[str, Any]) -> float | None:
+    """A tuning run's :func:`run.score`, None where it is not finite."""
+    value = score(record)
+    return value if value == value and abs(value) != float("inf") else None
 
 
 def design_record() -> dict[str, Any]:
@@ -101,52 +105,30 @@ def run_probe(
     for arm in arms:  # every run's config checked before any runs
         for seed in [*seeds, *tune_seeds]:
             base.replace(scheme=arm, seed=seed)
-    store = RunStore(runs_dir, stamp=STAMP)
+    store = runs_store(runs_dir, stamp=STAMP)
     start = time.perf_counter()
-    tuning_runs: list[dict[str, Any]] = []
-    with open_engine(
-        engine, workers=workers, scheduler=scheduler, threads=threads, job=probe_job
-    ) as executor:
-
-        def run(kind: str, runs: list[ProbeRun]) -> list[dict[str, Any]]:
-            records, _ = execute(
-                [(kind, r) for r in runs],
-                store,
-                executor,
-                progress=progress,
-                description=kind,
-                label=label,
-            )
-            return records
-
-        def measure(jobs: list[tuple[Cell, float]]) -> list[float | None]:
-            runs = [
-                ProbeRun(base.replace(scheme=arm, seed=s, learning_rate=rate), mix)
-                for (arm, mix), rate in jobs
-                for s in tune_seeds
-            ]
-            records = run("tuning", runs)
-            tuning_runs.extend(records)
-            size = len(tune_seeds)
-            scores = []
-            for i in range(0, len(records), size):
-                mine = [score(r) for r in records[i : i + size]]
-                finite = all(v == v and abs(v) != float("inf") for v in mine)
-                scores.append(statistics.fmean(mine) if finite else None)
-            return scores
-
-        chosen = tune_rates(cells, learning_rates, measure, max_rates=max_rates)
-        grid = [
-            ProbeRun(
-                base.replace(
-                    scheme=arm, seed=s, learning_rate=chosen[arm, mix]["chosen"]
-                ),
-                mix,
-            )
-            for arm, mix in cells
-            for s in seeds
-        ]
-        runs = run("measured", grid)
+    with open_runs(
+        store,
+        engine=engine,
+        workers=workers,
+        scheduler=scheduler,
+        threads=threads,
+        job=probe_job,
+        progress=progress,
+        label=label,
+    ) as run:
+        chosen, tuning_runs, runs = run.tuned(
+            cells,
+            learning_rates,
+            lambda kind, cell, seed, rate: ProbeRun(
+                base.replace(scheme=cell[0], seed=seed, learning_rate=rate), cell[1]
+            ),
+            _finite_score,
+            tune_seeds=tune_seeds,
+            seeds=seeds,
+            max_rates=max_rates,
+            description="measured",
+        )
     result: dict[str, Any] = {
         "schema": RESULT_SCHEMA,
         "probe": "gradients",

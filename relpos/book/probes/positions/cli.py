@@ -3,7 +3,7 @@
 Runs both parts of the probe (``run.run_probe``) and writes the JSON to
 ``--output`` (and the figure to ``--plot``). The runs go to the engine and are
 kept in ``--runs-dir`` with the flags every sweep takes
-(``experiments.cli.add_engine_flags``); the default runs folder is the
+(``relpos.book.runner.add_engine_flags``); the default runs folder is the
 committed one, so the same command resumes where any earlier session stopped.
 Bad flags stop it before any training with one line naming the flag.
 """
@@ -17,18 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from ... import _cli
-from ...experiments.cli import (
+from ...runner import (
     add_engine_flags,
-    engine_from_args,
+    check_outputs,
     engine_options,
-    runs_dir_from_args,
 )
 from ...experiments.config import Config
 from . import design
 from .run import PARTS, run_probe
 
 #: The committed results: the probe's JSON and figure, and its runs folder.
-RESULTS = Path(__file__).resolve().parents[3] / "results" / "probes"
+RESULTS = Path(__file__).resolve().parents[2] / "results" / "probes"
 OUTPUT = RESULTS / f"{design.NAME}.json"
 RUNS = RESULTS / design.NAME / "runs"
 PROGRAM = "python -m relpos.book.probes.positions"
@@ -56,8 +55,7 @@ def build_parser() -> _cli.OneLineParser:
         "quick check of the command, not for results)")
     add("--output", default=str(OUTPUT), metavar="PATH", help="the JSON results")
     add("--plot", default=None, metavar="PATH", help="also draw the figure here")
-    add_engine_flags(parser, workers=2)
-    parser.set_defaults(runs_dir=str(RUNS))
+    add_engine_flags(parser, runs_dir=str(RUNS))
     return parser
 
 
@@ -71,10 +69,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     shared = sorted(set(args.seeds) & set(design.TUNE_SEEDS))
     if shared:
         parser.fail("--seeds", f"must not hold the tuning seeds, got {shared}")
-    engine_from_args(parser, args)
-    _cli.output_flag(parser, "--output", args.output, make_parents=True)
-    _cli.output_flag(parser, "--plot", args.plot, make_parents=True, plot=True)
-    runs_dir = runs_dir_from_args(parser, args)
+    runs_dir = check_outputs(parser, args, make_parents=True)
     result = run_probe(
         parts=args.parts,
         schemes=args.schemes,

@@ -24,9 +24,9 @@ import time
 from typing import Any, Iterable, Mapping
 
 from ...experiments.config import Config
-from ...experiments.engine import execute, open_engine
-from ...experiments.store import RunStore
-from ...experiments.sweep import run_header, run_sweep
+from ...experiments.sweep import run_sweep
+from ...runner import Runs, open_runs, run_header
+from ...runner import store as runs_store
 from ...experiments.tuning import Cell, tune_cells
 from . import design
 from .transfer import run_job, supervision_of, transfer_config
@@ -46,18 +46,17 @@ def _label(kind: str, config: Config) -> str:
 
 
 def run_transfer(
-    executor: Any,
-    store: RunStore,
+    run: Runs,
     *,
     schemes: Iterable[str],
     seeds: Iterable[int],
     tune_seeds: Iterable[int],
     changes: Mapping[str, Any],
-    progress: bool,
 ) -> dict[str, Any]:
     """Tune every (scheme, supervision) cell, then train its measured seeds.
 
-    ``changes``: fields set on every config (fewer steps, for a test).
+    ``run``: the open run loop (``runner.open_runs``); ``changes``: fields set
+    on every config (fewer steps, for a test).
 
     Shapes:
         (no tensors): the JSON's ``transfer`` entry
@@ -72,11 +71,7 @@ def run_transfer(
                 base.replace(scheme=cell[2], learning_rate=rate, seed=seed)
                 for cell, rate, seed in jobs
             ]
-            records, _ = execute(
-                [("tuning", c) for c in configs], store, executor,
-                progress=progress, description="tuning", label=_label,
-            )
-            return records
+            return run("tuning", configs)
 
         cells = [(base.setting, base.task, s, base.train_size) for s in schemes]
         found, tuning_runs = tune_cells(
@@ -91,11 +86,7 @@ def run_transfer(
             for s in schemes
             for seed in seeds
         ]
-        records, _ = execute(
-            [("measured", c) for c in configs], store, executor,
-            progress=progress, description=f"transfer ({supervision})", label=_label,
-        )
-        runs += records
+        runs += run("measured", configs, description=f"transfer ({supervision})")
     skip = ("scheme", "seed", "learning_rate", "supervised_positions")
     return {
         "config": {k: v for k, v in base.to_dict().items() if k not in skip},
@@ -159,14 +150,14 @@ def run_probe(
     }
     seconds = 0.0
     if "transfer" in parts:
-        store = RunStore(runs_dir, stamp=stamp("transfer"))
-        with open_engine(
-            engine, workers=workers, scheduler=scheduler, threads=threads,
-            job=run_job,
-        ) as executor:
+        with open_runs(
+            runs_store(runs_dir, stamp=stamp("transfer")), engine=engine,
+            workers=workers, scheduler=scheduler, threads=threads, job=run_job,
+            progress=progress, label=_label,
+        ) as run:
             result["transfer"] = run_transfer(
-                executor, store, schemes=schemes, seeds=seeds,
-                tune_seeds=tune_seeds, changes=changes, progress=progress,
+                run, schemes=schemes, seeds=seeds, tune_seeds=tune_seeds,
+                changes=changes,
             )
         done = result["transfer"]
         seconds += sum(r["job_seconds"] for r in done["runs"])
