@@ -71,7 +71,9 @@ test-pages: $(TEST_ENV)
 test-units: $(TEST_ENV)
 	$(MAKE) --no-print-directory -k unit-main unit-grading
 
-UNIT := $(BIN)/python -m pytest tests --ignore=tests/site --ignore=tests/colab
+# Each suite ends its report with its slowest steps (where test time goes).
+PYTEST := $(BIN)/python -m pytest --durations=15
+UNIT := $(PYTEST) tests --ignore=tests/site --ignore=tests/colab
 # Two files of slow unit tests (the cache and packed documents on every kernel) that
 # run in the pages' lane, so that both lanes end together.
 UNIT_DECODING := tests/test_cache.py tests/test_packing.py
@@ -84,20 +86,20 @@ unit-main: $(TEST_ENV)
 	$(UNIT) --ignore=tests/test_grading.py $(addprefix --ignore=,$(UNIT_DECODING))
 
 unit-decoding: $(TEST_ENV)
-	$(BIN)/python -m pytest $(UNIT_DECODING)
+	$(PYTEST) $(UNIT_DECODING)
 
 unit-slow: $(TEST_ENV)
 	$(UNIT) -m slow --ignore=tests/test_grading.py
 
 unit-grading: $(TEST_ENV)
-	$(BIN)/python -m pytest tests/test_grading.py
+	$(PYTEST) tests/test_grading.py
 
 unit-fast: $(TEST_ENV)
 	$(UNIT) -m "not slow"
 
 # Builds the site offline with warnings as errors, then reads it in headless Chromium.
 site: $(TEST_ENV)
-	$(BIN)/python -m pytest tests/site
+	$(PYTEST) tests/site
 
 notebooks: $(TEST_ENV)
 	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with book/sanitize.cfg book
@@ -106,7 +108,7 @@ notebooks: $(TEST_ENV)
 # torch, numpy, matplotlib and a kernel (and pytest and nbval to run it); the setup
 # cell installs this clone's HEAD; every output is compared with the stored one.
 colab: $(TEST_ENV)
-	$(BIN)/python -m pytest tests/colab
+	$(PYTEST) tests/colab
 
 
 # The trained sweeps (relpos/book/results/protocol/sweep*.json), one command each,

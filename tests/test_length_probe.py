@@ -284,11 +284,9 @@ def test_the_figure_draws_every_scheme_with_labelled_axes():
         length_figure({"config": {}})
 
 
-@pytest.mark.slow
-def test_the_live_check_holds():
-    found = length_probe.live_check()
-    assert set(found["losses"]) == {"nonoverlapping", "sliding", "cut"}
-    assert len(found["attention_beyond"]) == 2
+# ``live_check`` itself (a model trained, its two facts asserted) runs in chapter
+# 11's live cell, which ``make test`` executes under nbval (tests/colab): it is not
+# trained a second time here.
 
 
 def test_read_model_keeps_one_sum_per_module():

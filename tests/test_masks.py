@@ -20,7 +20,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from _every import GRID, HIDDEN, build, call, tolerance
+from _every import COMPILED, GRID, HIDDEN, build, call, tolerance
 from relpos.backends.terms import pair_rows
 from relpos.scores import value_term
 from relpos.masks import read_mask
@@ -267,9 +267,15 @@ def test_pair_masks_are_the_masked_softmax(name, backend):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [p.values[0] for p in GRID if p.values[1] == "flex"])
+@pytest.mark.parametrize("name", COMPILED[:1])
 def test_masks_on_compiled_flex(name):
     # float32 on the CPU runs the compiled kernel: the same masks, the same output.
+    # A mask reaches the kernel the same way for every scheme (relpos.masks, read in
+    # the one score_mod), so one module checks what compiling does to masks; each
+    # way positions reach the kernel is compiled, with a cache's masks, in
+    # tests/test_cache.py and with documents in tests/test_packing.py, and every
+    # module reads every mask on flex eagerly above. Each module here cost two
+    # kernel compilations (about 25 s of CPU on a 2-core machine).
     module = build(name, "flex", dtype=torch.float32)
     reference = build(name, "naive", dtype=torch.float32)
     x, mask = x_of(torch.float32), key_mask()

@@ -413,14 +413,9 @@ def test_a_bad_flag_stops_before_any_run(argv, flag, capsys, tmp_path):
     assert not list(tmp_path.glob("runs/*.json"))
 
 
-@pytest.mark.slow
-def test_the_live_probe_holds_its_assertion(committed):
-    from relpos.book.probes.alignment.live import live_check, live_probe
-
-    result = live_probe(committed[0])
-    shares = live_check(result)
-    assert set(shares) == set(grammar.OFFSETS)
-    assert result["record"]["train_seconds"] > 0
+# ``live_probe`` and ``live_check`` (a model trained, every offset's share
+# asserted) run in chapter 11's live cells, which ``make test`` executes under nbval
+# (tests/colab): they are not trained a second time here.
 
 
 def test_the_figure_fits_the_page_and_labels_every_axis():

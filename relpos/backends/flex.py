@@ -19,7 +19,10 @@ they take the gather formulation).
 
 Where torch's kernel cannot run, this module says so:
 - On the CPU, torch compiles flex only for float32/float16/bfloat16; float64 runs
-  torch's uncompiled reference (exact, but it does store ``n x n`` scores).
+  torch's uncompiled reference (exact, but it does store ``n x n`` scores). It is
+  called without dynamo's capture of the ``score_mod`` (:func:`_dense_reference`):
+  the capture took seconds for each new length or set of terms and changes no
+  number of a forward without a gradient, the only one this path runs.
 - On the CPU, torch's flex kernel has no backward: when a gradient is needed
   there, the attention is computed in the gather formulation (forward and
   backward), with the same result.
@@ -60,7 +63,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 
@@ -114,7 +117,34 @@ def _flex_attention(compiled: bool) -> Callable:
             f"backend='flex' needs torch.nn.attention.flex_attention (torch >= 2.5), "
             f"this is torch {torch.__version__}; use backend='gather' instead"
         ) from exc
-    return torch.compile(flex_attention, dynamic=False) if compiled else flex_attention
+    return torch.compile(flex_attention, dynamic=False) if compiled else _dense_reference
+
+
+def _dense_reference(*args: Any, **kwargs: Any) -> Any:
+    """torch's uncompiled ``flex_attention`` (its dense form: every score, then
+    ``score_mod`` applied to them with ``vmap``) called without dynamo's capture.
+
+    By default torch captures ``score_mod`` with dynamo even here, which takes
+    seconds for each new length and set of terms (a decoding step, a packed
+    batch) and changes no number. torch offers to skip the capture for
+    debugging (``_FLEX_ATTENTION_DISABLE_COMPILE_DEBUG``), with no backward: this
+    path runs only without a gradient (:func:`attend`). Where a torch lacks the
+    switch, its default path runs.
+
+    Shapes:
+        as ``torch.nn.attention.flex_attention.flex_attention``
+    """
+    import torch.nn.attention.flex_attention as torch_flex
+
+    switch = "_FLEX_ATTENTION_DISABLE_COMPILE_DEBUG"
+    if not hasattr(torch_flex, switch):  # pragma: no cover - another torch
+        return torch_flex.flex_attention(*args, **kwargs)
+    before = getattr(torch_flex, switch)
+    setattr(torch_flex, switch, True)
+    try:
+        return torch_flex.flex_attention(*args, **kwargs)
+    finally:
+        setattr(torch_flex, switch, before)
 
 
 @functools.lru_cache(maxsize=8)

@@ -15,8 +15,10 @@ finds nothing serious or critical (moderate and minor findings are printed; in d
 mode only its colour rules run, the only ones a theme of colours can change), every
 code block and output fits its column at 1280 px, and at 390 px nothing makes the
 page wider than the screen (long lines and equations scroll in their own block).
-Screenshots land in _build/screenshots/ for people to look at (dark ones with
-"dark_" in front).
+With RELPOS_SCREENSHOTS=1 (the book workflow sets it) screenshots land in
+_build/screenshots/ for people to look at (dark ones with "dark_" in front); a
+whole-page picture of every page costs more than the checks themselves, so
+``make test`` takes none unless asked.
 
 Without Chromium the browser checks skip with a message saying how to install
 it; with RELPOS_REQUIRE_BROWSER=1 (set by .ci/run) that skip is a failure.
@@ -24,6 +26,7 @@ it; with RELPOS_REQUIRE_BROWSER=1 (set by .ci/run) that skip is a failure.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -37,6 +40,8 @@ from sphinx.util.inventory import InventoryFile
 ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
+#: Whether to keep a picture of each page (for people, not for an assertion).
+KEEP_SHOTS = os.environ.get("RELPOS_SCREENSHOTS") == "1"
 sys.path.insert(0, str(ROOT / "tools"))
 
 import set_repo_url  # noqa: E402
@@ -197,7 +202,9 @@ def test_page_in_browser(source, server, browser):
             body.wait_for(state="visible", timeout=5000)
             assert "correct." in body.inner_text(), f"{stem}: no check output shown"
 
-    page.screenshot(path=str(SHOTS / f"{stem.replace('/', '_')}.png"), full_page=True)
+    if KEEP_SHOTS:
+        shot = SHOTS / f"{stem.replace('/', '_')}.png"
+        page.screenshot(path=str(shot), full_page=True)
     assert console_errors == [], console_errors
     assert foreign == [], foreign
     page.close()
@@ -462,7 +469,7 @@ def audit(request, built_site, server, browser) -> dict:
             "other": findings(result, ("moderate", "minor")),
             "wide blocks": page.evaluate(BLOCKS_WIDER_THAN_THEIR_COLUMN),
         }
-        if mode == "dark":
+        if mode == "dark" and KEEP_SHOTS:
             name = "dark_" + path.removesuffix(".html").replace("/", "_")
             page.screenshot(path=str(SHOTS / f"{name}.png"))
         page.set_viewport_size({"width": PHONE, "height": 844})
