@@ -1,9 +1,9 @@
 """One stack for every scheme: an encoder or a decoder around any attention by name.
 
 ``Transformer`` stacks ``EncoderLayer`` blocks around the attention of one scheme,
-named as the registry names it (``relpos.schemes.scheme_names()``; DeBERTa's
-layers share one table that the stack owns, as its registration's ``shared``
-declares), or ``"none"`` (content attention, no positions)::
+named as the registry names it (``relpos.schemes.scheme_names()``, ``"none"``
+included: content attention, no positions; DeBERTa's layers share one table that
+the stack owns, as its registration's ``shared`` declares)::
 
     stack = relpos.Transformer("alibi", num_layers=2, hidden_size=64, num_heads=4,
                                causal=True, norm_first=True, norm="rms",
@@ -39,31 +39,23 @@ from .encoder import EncoderLayer, _attention_config, _norm
 from .generate import generate
 from .schemes import registry
 
-#: The names a stack takes besides the registry's.
-OWN_SCHEMES = ("none",)
-
 #: The model settings (a registration's ``model``) the stack builds.
 STACK_SETTINGS = ("table_norm",)
 
 
 def _model_settings(scheme: str) -> dict[str, Any]:
     """The registration's settings of the model around ``scheme``'s attention."""
-    if scheme in OWN_SCHEMES:
-        return {}
     found, variant = registry.resolve(scheme)
     return found.model_settings(variant)
 
 
 def stack_schemes() -> list[str]:
-    """Every scheme name ``Transformer`` takes: ``"none"``, then the registry's
-    schemes and variants whose model settings the stack builds (DeBERTa's
-    enhanced mask decoder and sinusoidal start are the book's)."""
+    """Every scheme name ``Transformer`` takes: the registry's schemes and variants
+    whose model settings the stack builds (DeBERTa's enhanced mask decoder and
+    sinusoidal start are the book's)."""
     return [
-        *OWN_SCHEMES,
-        *(
-            name for name in registry.scheme_names()
-            if set(_model_settings(name)) <= set(STACK_SETTINGS)
-        ),
+        name for name in registry.scheme_names()
+        if set(_model_settings(name)) <= set(STACK_SETTINGS)
     ]
 
 
@@ -90,8 +82,6 @@ def build_scheme_attention(
         dropout=dropout, causal=causal, backend=backend, num_kv_heads=num_kv_heads
     )
     settings = {**common, **(attention_settings or {})}  # the settings win
-    if scheme == "none":
-        return SelfAttention(hidden_size, num_heads, **settings)
     if scheme not in registry.scheme_names():
         raise ValueError(
             f"scheme must be one of {tuple(stack_schemes())}, got {scheme!r}"
@@ -179,9 +169,7 @@ class Transformer(nn.Module):
         self.final_norm = (
             _norm(norm, hidden_size, layer_norm_eps) if norm_first else None
         )
-        self.shared = None
-        if scheme not in OWN_SCHEMES:
-            self.shared = registry.resolve(scheme)[0].shared
+        self.shared = registry.resolve(scheme)[0].shared
         self.table = self.table_norm = None
         if self.shared is not None:
             self.table = self.shared.build(first.attention)  # (rows, hidden)
@@ -486,7 +474,6 @@ class DisentangledEncoder(Transformer):
 
 __all__ = [
     "DisentangledEncoder",
-    "OWN_SCHEMES",
     "Transformer",
     "TransformerLM",
     "build_scheme_attention",
