@@ -32,7 +32,7 @@ from torch import nn
 
 from .backends import BACKENDS
 from .cache import KVCache
-from .checks import check_bool, check_choice, check_int
+from .checks import check_bool, check_choice, check_index, check_int
 from .config import AttentionConfig
 from .core import SelfAttention, interop
 from .encoder import EncoderLayer, _attention_config, _norm
@@ -303,6 +303,7 @@ class TransformerLM(nn.Module):
     ) -> None:
         super().__init__()
         self.vocab_size = check_int("vocab_size", vocab_size, minimum=1)
+        check_int("hidden_size", hidden_size, minimum=1)
         self.embed = nn.Embedding(vocab_size, hidden_size)
         self.stack = Transformer(
             scheme, num_layers, hidden_size, num_heads, intermediate_size,
@@ -330,6 +331,10 @@ class TransformerLM(nn.Module):
             raise ValueError(
                 f"input_ids must have shape (b, n), got {tuple(input_ids.shape)}"
             )
+        # the values are read on the CPU in eager mode only (elsewhere the read
+        # would wait for the device), as relpos.DisentangledModel reads them
+        if input_ids.device.type == "cpu" and not torch.compiler.is_compiling():
+            check_index("input_ids", input_ids, self.vocab_size, "(b, n)")
         hidden = self.stack(self.embed(input_ids), attention_mask, **stack_inputs)
         return self.head(hidden)  # (b, n, v)
 
