@@ -471,6 +471,7 @@ class SelfAttention(nn.Module):
             key_padding_mask=key_padding_mask, attn_mask=attn_mask,
         )
         query_states = self.check_query_states(query_states, hidden_states)
+        check_bool("return_scores", return_scores)
         out = self.attend(
             hidden_states, prepared, return_scores, query_states=query_states
         )

@@ -121,6 +121,12 @@ def generate(
     Shapes:
         input_ids, attention_mask: ``(b, n)``; output: ``(b, n + m)`` long
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(
+            "model must be an nn.Module called as model(input_ids, attention_mask, "
+            f"positions=..., cache=...) (relpos.TransformerLM), got "
+            f"{type(model).__name__}"
+        )
     check_int("max_new_tokens", max_new_tokens, minimum=0)
     check_bool("do_sample", do_sample)
     check_bool("use_cache", use_cache)

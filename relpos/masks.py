@@ -49,11 +49,12 @@ Shape legend:
 
 from __future__ import annotations
 
+import numbers
 from typing import NamedTuple
 
 import torch
 
-from .checks import check_int_tensor
+from .checks import check_device, check_int_tensor
 
 #: A float mask entry at or below this is "masked" in the additive convention.
 ADDITIVE_MASKED = -1e4
@@ -136,6 +137,17 @@ class Mask(NamedTuple):
         return future_keys(query_len, key_len, device)
 
 
+def _check_length(name: str, value: object) -> int:
+    """A length ``>= 0``: an int, or torch's symbolic int while compiling."""
+    if isinstance(value, bool) or not isinstance(
+        value, (numbers.Integral, torch.SymInt)
+    ):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if isinstance(value, numbers.Integral) and value < 0:
+        raise ValueError(f"{name} must be an int >= 0, got {value}")
+    return value
+
+
 def future_keys(
     query_len: int, key_len: int, device: torch.device | None = None
 ) -> torch.Tensor:
@@ -148,6 +160,9 @@ def future_keys(
     Shapes:
         output: ``(i, j)`` bool, True above the (shifted) diagonal
     """
+    query_len = _check_length("query_len", query_len)
+    key_len = _check_length("key_len", key_len)
+    device = check_device("device", device)
     offset = key_len - query_len
     rows = torch.arange(query_len, device=device)[:, None]  # (i, 1)
     columns = torch.arange(key_len, device=device)[None, :]  # (1, j)
@@ -160,6 +175,16 @@ def apply(logits: torch.Tensor, mask: Mask | None) -> torch.Tensor:
     Shapes:
         logits: ``(b, h, i, j)``; output: ``(b, h, i, j)``
     """
+    if not isinstance(logits, torch.Tensor):
+        got = type(logits).__name__
+        raise TypeError(f"logits must be a (b, h, i, j) tensor, got {got}")
+    if logits.dim() != 4:
+        got = tuple(logits.shape)
+        raise ValueError(f"logits must have shape (b, h, i, j), got {got}")
+    if mask is not None and not isinstance(mask, Mask):
+        raise TypeError(
+            f"mask must be a relpos.masks.Mask or None, got {type(mask).__name__}"
+        )
     if mask is None:
         return logits
     i, j = logits.shape[-2:]

@@ -1,9 +1,9 @@
 """One stack for every scheme: an encoder or a decoder around any attention by name.
 
 ``Transformer`` stacks ``EncoderLayer`` blocks around the attention of one scheme,
-named as the registry names it (``relpos.schemes.scheme_names()``; DeBERTa's
-layers share one table that the stack owns, as its registration's ``shared``
-declares), or ``"none"`` (content attention, no positions)::
+named as the registry names it (``relpos.schemes.scheme_names()``, ``"none"``
+included: content attention, no positions; DeBERTa's layers share one table that
+the stack owns, as its registration's ``shared`` declares)::
 
     stack = relpos.Transformer("alibi", num_layers=2, hidden_size=64, num_heads=4,
                                causal=True, norm_first=True, norm="rms",
@@ -32,15 +32,12 @@ from torch import nn
 
 from .backends import BACKENDS
 from .cache import KVCache
-from .checks import check_bool, check_choice, check_int
+from .checks import check_bool, check_choice, check_index, check_int
 from .config import AttentionConfig
 from .core import SelfAttention, interop
 from .encoder import EncoderLayer, _attention_config, _norm
 from .generate import generate
 from .schemes import registry
-
-#: The names a stack takes besides the registry's.
-OWN_SCHEMES = ("none",)
 
 #: The model settings (a registration's ``model``) the stack builds.
 STACK_SETTINGS = ("table_norm",)
@@ -48,22 +45,17 @@ STACK_SETTINGS = ("table_norm",)
 
 def _model_settings(scheme: str) -> dict[str, Any]:
     """The registration's settings of the model around ``scheme``'s attention."""
-    if scheme in OWN_SCHEMES:
-        return {}
     found, variant = registry.resolve(scheme)
     return found.model_settings(variant)
 
 
 def stack_schemes() -> list[str]:
-    """Every scheme name ``Transformer`` takes: ``"none"``, then the registry's
-    schemes and variants whose model settings the stack builds (DeBERTa's
-    enhanced mask decoder and sinusoidal start are the book's)."""
+    """Every scheme name ``Transformer`` takes: the registry's schemes and variants
+    whose model settings the stack builds (DeBERTa's enhanced mask decoder and
+    sinusoidal start are the book's)."""
     return [
-        *OWN_SCHEMES,
-        *(
-            name for name in registry.scheme_names()
-            if set(_model_settings(name)) <= set(STACK_SETTINGS)
-        ),
+        name for name in registry.scheme_names()
+        if set(_model_settings(name)) <= set(STACK_SETTINGS)
     ]
 
 
@@ -90,8 +82,6 @@ def build_scheme_attention(
         dropout=dropout, causal=causal, backend=backend, num_kv_heads=num_kv_heads
     )
     settings = {**common, **(attention_settings or {})}  # the settings win
-    if scheme == "none":
-        return SelfAttention(hidden_size, num_heads, **settings)
     if scheme not in registry.scheme_names():
         raise ValueError(
             f"scheme must be one of {tuple(stack_schemes())}, got {scheme!r}"
@@ -179,9 +169,7 @@ class Transformer(nn.Module):
         self.final_norm = (
             _norm(norm, hidden_size, layer_norm_eps) if norm_first else None
         )
-        self.shared = None
-        if scheme not in OWN_SCHEMES:
-            self.shared = registry.resolve(scheme)[0].shared
+        self.shared = registry.resolve(scheme)[0].shared
         self.table = self.table_norm = None
         if self.shared is not None:
             self.table = self.shared.build(first.attention)  # (rows, hidden)
@@ -315,6 +303,7 @@ class TransformerLM(nn.Module):
     ) -> None:
         super().__init__()
         self.vocab_size = check_int("vocab_size", vocab_size, minimum=1)
+        check_int("hidden_size", hidden_size, minimum=1)
         self.embed = nn.Embedding(vocab_size, hidden_size)
         self.stack = Transformer(
             scheme, num_layers, hidden_size, num_heads, intermediate_size,
@@ -342,6 +331,10 @@ class TransformerLM(nn.Module):
             raise ValueError(
                 f"input_ids must have shape (b, n), got {tuple(input_ids.shape)}"
             )
+        # the values are read on the CPU in eager mode only (elsewhere the read
+        # would wait for the device), as relpos.DisentangledModel reads them
+        if input_ids.device.type == "cpu" and not torch.compiler.is_compiling():
+            check_index("input_ids", input_ids, self.vocab_size, "(b, n)")
         hidden = self.stack(self.embed(input_ids), attention_mask, **stack_inputs)
         return self.head(hidden)  # (b, n, v)
 
@@ -486,7 +479,6 @@ class DisentangledEncoder(Transformer):
 
 __all__ = [
     "DisentangledEncoder",
-    "OWN_SCHEMES",
     "Transformer",
     "TransformerLM",
     "build_scheme_attention",

@@ -2,8 +2,8 @@
 relpos 0.3's core (masks, packing, the cache).
 
 ``MODULES`` lists each scheme of the registry (``relpos.schemes.REGISTRY``,
-DeBERTa first), each variant its registration sizes at a span (DeBERTa's log
-buckets) and the bare ``SelfAttention``; ``GRID`` pairs each with each name of ``relpos.BACKENDS``.
+DeBERTa first, ``none``'s bare ``SelfAttention`` among them), each variant its
+registration sizes at a span (DeBERTa's log buckets); ``GRID`` pairs each with each name of ``relpos.BACKENDS``.
 ``build`` makes one at tiny sizes, in float64 by default (flex in float64 on the
 CPU runs torch's uncompiled reference, exact), with its parameters moved away
 from their small initial values so that every position term changes the output
@@ -61,14 +61,10 @@ def _builder(name: str) -> Callable[..., relpos.SelfAttention]:
 MODULES: dict[str, Callable[..., relpos.SelfAttention]] = {
     name: _builder(name) for name in _names()
 }
-MODULES["content"] = lambda **kw: relpos.SelfAttention(HIDDEN, HEADS, **kw)
 
 #: Modules whose logits depend on the positions through ``i - j`` alone: the
-#: registry's ``relative`` schemes and content attention (no positions).
-RELATIVE = [
-    name for name in MODULES
-    if name not in scheme_names() or resolve(name)[0].relative
-]
+#: registry's ``relative`` schemes (``none``, content attention, among them).
+RELATIVE = [name for name in MODULES if resolve(name)[0].relative]
 
 #: The kernel the quick loop (``-m "not slow"``) runs every module on: the default
 #: one. The others are marked slow: naive builds every pair's rows, and flex in

@@ -34,10 +34,7 @@ def _inputs(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _every_attention():
-    for name, cls in ATTENTIONS.items():
-        yield name, cls
-    yield "deberta", relpos.DisentangledSelfAttention
-    yield "none", relpos.SelfAttention
+    yield from ATTENTIONS.items()  # DeBERTa's and none's among them
 
 
 @pytest.mark.parametrize("name, cls", list(_every_attention()))

@@ -103,11 +103,10 @@ def _run(module: SelfAttention, x, mask=None, table=None, **kwargs):
         return module(x, mask, **kwargs)
 
 
-# Every attention that can be causal: each scheme of the registry on every kernel,
-# no positions, and DeBERTa with and without buckets, on every kernel.
+# Every attention that can be causal: each scheme of the registry on every kernel
+# (none, no positions, among them), and DeBERTa with and without buckets.
 CASES = [
     *[("scheme", name, backend) for name in ATTENTIONS for backend in BACKENDS],
-    *[("none", "none", backend) for backend in BACKENDS],
     *[("deberta", span, backend) for span in DEBERTA_SPANS for backend in BACKENDS],
 ]
 
@@ -116,10 +115,6 @@ def _build(kind: str, name: str, backend: str, causal: bool = True, dtype=F64):
     if kind == "deberta":
         module = _deberta(name, backend, causal, dtype)
         return module, _table(module, dtype)
-    if kind == "none":
-        torch.manual_seed(0)
-        module = SelfAttention(HIDDEN, HEADS, backend=backend, causal=causal)
-        return module.to(dtype).eval(), None
     torch.manual_seed(0)
     # FIRE's MLP at 4 hidden units: it compiles one unit at a time on flex.
     sizes = {"width": 4} if name == "fire" else {}
@@ -185,7 +180,7 @@ def test_naive_gather_flex_agree_for_causal_deberta(span, n, masked, dtype):
     assert (other - outputs["naive"]).abs().max() > 1e-3
 
 
-@pytest.mark.parametrize("kind", [*PLAIN, "none"])
+@pytest.mark.parametrize("kind", PLAIN)
 @pytest.mark.parametrize("dtype, n", AGREE)
 @pytest.mark.parametrize("masked", [False, True])
 def test_naive_gather_flex_agree_for_every_scheme(kind, n, masked, dtype):
@@ -193,8 +188,7 @@ def test_naive_gather_flex_agree_for_every_scheme(kind, n, masked, dtype):
     mask = _padding(n) if masked else None
     outputs = {}
     for backend in BACKENDS:
-        module, _ = _build("none" if kind == "none" else "scheme", kind, backend,
-                           dtype=dtype)
+        module, _ = _build("scheme", kind, backend, dtype=dtype)
         outputs[backend] = _run(module, x, mask)
     atol = 1e-12 if dtype == F64 else 1e-5
     torch.testing.assert_close(outputs["gather"], outputs["naive"], atol=atol, rtol=0)

@@ -102,7 +102,6 @@ def _attentions() -> dict[str, SelfAttention]:
     modules = {
         name: cls(HIDDEN, HEADS) for name, cls in ATTENTIONS.items()
     }
-    modules["none"] = SelfAttention(HIDDEN, HEADS)
     modules["causal-rotary"] = ATTENTIONS["rotary"](HIDDEN, HEADS, causal=True)
     for backend in relpos.BACKENDS:
         modules[f"deberta-{backend}"] = DisentangledSelfAttention(

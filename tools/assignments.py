@@ -512,6 +512,8 @@ def main(argv: list[str]) -> int:
         "--students", type=Path, help="a file of student IDs, one a line"
     )
     args = parser.parse_args(argv)
+    if not args.book.is_dir():
+        parser.error(f"argument --book: no chapters' folder at {str(args.book)!r}")
     if args.per_student and args.variant:
         parser.error("--per-student draws each student's numbers: leave out --variant")
     if args.per_student:

@@ -216,6 +216,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--allow-skipped", action="store_true")
     parser.add_argument("--force", action="store_true", help="collect again")
     args = parser.parse_args(argv)
+    if args.times is not None:
+        try:
+            read_times(args.times)  # checked before anything is collected
+        except (OSError, ValueError, Refused) as error:
+            parser.error(f"argument --times: {error}")
     try:
         print(
             collect(

@@ -248,6 +248,8 @@ def main(argv: list[str]) -> int:
         paper, key = write_exam(args.seed, args.output)
     except (TypeError, ValueError) as error:
         parser.error(str(error))
+    except OSError as error:  # --output names a file, or a folder it cannot make
+        parser.error(f"argument --output: {error}")
     print(f"exam variant {args.seed}: {paper} and {key}")
     return 0
 

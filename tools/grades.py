@@ -252,7 +252,12 @@ def main(argv: list[str]) -> int:
         "project": assessment["project"]["weight"],
     }
     late = assessment["late"]
-    project = read_project(args.project) if args.project else None
+    if args.output is not None and not args.output.parent.is_dir():
+        parser.error(f"argument --output: no folder {str(args.output.parent)!r}")
+    try:
+        project = read_project(args.project) if args.project else None
+    except (OSError, ValueError) as error:
+        parser.error(f"argument --project: {error}")
     try:
         gradebook = open_gradebook(args.course)
     except ValueError as error:

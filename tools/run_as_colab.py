@@ -102,16 +102,33 @@ def run_alone(
     return ""
 
 
+def _seconds(text: str) -> int:
+    """A cell's timeout: an int >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebook", type=Path, help="the chapter notebook to run")
     parser.add_argument("--repo", required=True, help="URL pip installs relpos from")
-    parser.add_argument("--timeout", type=int, default=900, help="seconds per cell")
+    parser.add_argument(
+        "--timeout", type=_seconds, default=900, help="seconds per cell"
+    )
     parser.add_argument(
         "--compare", type=Path, metavar="SANITIZE_CFG",
         help="run under nbval with these sanitizers: outputs must equal the stored",
     )
     args = parser.parse_args(argv)
+    if not args.notebook.is_file():
+        parser.error(f"argument notebook: no notebook at {str(args.notebook)!r}")
+    if args.compare is not None and not args.compare.is_file():
+        parser.error(f"argument --compare: no file at {str(args.compare)!r}")
     start = time.perf_counter()
     failure = run_alone(args.notebook, args.repo, args.timeout, args.compare)
     if failure:

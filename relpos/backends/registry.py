@@ -147,6 +147,8 @@ def register_backend(
         raise TypeError(f"attend must be callable, got {type(attend).__name__}")
     if scores is not None and not callable(scores):
         raise TypeError(f"scores must be callable or None, got {type(scores).__name__}")
+    if not isinstance(replace, bool):
+        raise TypeError(f"replace must be a bool, got {type(replace).__name__}")
     if name in _REGISTRY and not replace:
         raise ValueError(f"backend {name!r} is registered already; pass replace=True")
     _REGISTRY[name] = Backend(name, attend, scores)

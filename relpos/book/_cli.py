@@ -94,8 +94,15 @@ def _type_error(message: str) -> argparse.ArgumentTypeError:
     return argparse.ArgumentTypeError(message)
 
 
-def integer(minimum: int | None = None) -> Callable[[str], int]:
-    """A converter to an int (``>= minimum`` when given)."""
+#: The most torch threads a command takes (torch's count is a C int; more threads
+#: than this are no machine's).
+MAX_THREADS = 1024
+
+
+def integer(
+    minimum: int | None = None, maximum: int | None = None
+) -> Callable[[str], int]:
+    """A converter to an int (``>= minimum``, ``<= maximum`` when given)."""
 
     def parse(text: str) -> int:
         try:
@@ -104,6 +111,8 @@ def integer(minimum: int | None = None) -> Callable[[str], int]:
             raise _type_error(f"expected an integer, got {text!r}") from None
         if minimum is not None and value < minimum:
             raise _type_error(f"expected an integer >= {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise _type_error(f"expected an integer <= {maximum}, got {value}")
         return value
 
     parse.__name__ = "integer"
@@ -273,6 +282,7 @@ def output_flag(
 
 
 __all__ = [
+    "MAX_THREADS",
     "DefaultsFormatter",
     "OneLineParser",
     "check_plot_format",

@@ -104,7 +104,7 @@ def add_engine_flags(
     )
     add(
         "--threads",
-        type=_cli.integer(1),
+        type=_cli.integer(1, _cli.MAX_THREADS),
         default=1,
         metavar="N",
         help="torch CPU threads of each run: these tiny models run no faster "

@@ -2,6 +2,8 @@
 
 Where position enters, scheme by scheme:
 
+- nowhere: ``none`` (content attention alone, the floor every scheme is compared
+  with; its registration says ``positional=False``).
 - content-dependent score terms: ``shaw`` (clipped relative keys and values,
   Shaw et al. 2018) and ``transformer_xl`` (a sinusoid of ``i - j`` and two global
   biases, Dai et al. 2019), and ``deberta`` (c2p and p2c over a table its stack
@@ -31,8 +33,8 @@ terms under the mask for Shaw, Transformer-XL and RoPE).
 Each scheme registers itself at the end of its own file (``registry``): its
 class, which config fields size it, its variants, its coverage reader,
 whether it is relative and content-free, and its arithmetic (the products its
-position terms add, which the benchmark's roofline reads); ``ATTENTIONS`` is the name -> class
-view of that registry, and ``relpos.book.experiments`` reads the rest.
+position terms add, which the benchmark's roofline reads); ``ATTENTIONS`` is the
+name -> class view of that registry, and ``relpos.book.experiments`` reads the rest.
 
 ``score_by_distance`` gives what each scheme adds to a logit as a function of
 ``i - j``, for the landscape figure.
@@ -46,7 +48,8 @@ from __future__ import annotations
 
 # Each scheme module registers itself when imported: this order is the registry's.
 # DeBERTa, the book's subject, first.
-from . import deberta  # noqa: F401
+# Then ``none``, no positions at all, the floor the others are compared with.
+from . import deberta, none  # noqa: F401
 from . import shaw, transformer_xl, t5, alibi, rotary, fire, kerple, tupe  # noqa: F401
 from .deberta import DisentangledSelfAttention
 from .alibi import AlibiBias, AlibiSelfAttention, alibi_bias, alibi_slopes

@@ -320,6 +320,7 @@ class DisentangledSelfAttention(SelfAttention):
             query_states: ``(b, n, hidden)``; output: ``(b, n, hidden)``
         """
         check_no_removed_call(type(self).__name__, removed)
+        check_bool("return_scores", return_scores)
         self.check_hidden_states(hidden_states)
         prepared = self.prepare(
             hidden_states, attention_mask, positions=positions,

@@ -21,6 +21,11 @@ experiments need, as core-level values that never mention ``relpos.book``:
   and the key at 0) is then what every pair ``r`` apart gets.
 - ``content_free``: whether the position part is a bias that ignores the
   contents (T5, ALiBi, KERPLE, FIRE): its landscape is the bias itself.
+- ``positional``: whether the scheme gives attention any position information
+  (``False`` for ``none``, content attention alone: relative and content-free
+  only because it has no position part, and never one of the schemes a claim for
+  relative positions is judged on, nor a cost the benchmark times apart from
+  plain attention).
 - ``variant_settings``: for a variant, more config fields it reads
   (``settings(config)`` of its own, applied after its fixed changes):
   ``deberta-buckets`` reads the book's bucket fields.
@@ -258,6 +263,8 @@ class SchemeRegistration:
         variants: more scheme names -> the constructor arguments they change.
         relative: the position part of a logit depends on ``i - j`` only.
         content_free: the position part is a bias that ignores the contents.
+        positional: the scheme gives attention position information at all
+            (``False``: ``none``).
         variant_settings: a variant's name -> its own ``settings(config)``,
             applied after its fixed changes.
         shared: the input the stack owns and hands every layer, or ``None``.
@@ -283,6 +290,7 @@ class SchemeRegistration:
         default_factory=dict
     )
     arithmetic: Arithmetic | None = None
+    positional: bool = True
 
     def __post_init__(self) -> None:
         plain_name("name", self.name)
@@ -315,7 +323,7 @@ class SchemeRegistration:
                     f"variants[{variant!r}] must map argument names to values, "
                     f"got {changes!r}"
                 )
-        for argument in ("relative", "content_free"):
+        for argument in ("relative", "content_free", "positional"):
             if not isinstance(getattr(self, argument), bool):
                 raise TypeError(
                     f"{argument} must be a bool, got {getattr(self, argument)!r}"

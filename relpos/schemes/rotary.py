@@ -78,6 +78,8 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
     if not isinstance(x, torch.Tensor) or x.dim() == 0 or x.shape[-1] % 2:
         got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
         raise ValueError(f"x must be a (*, d) tensor with d even, got {got}")
+    if x.dtype == torch.bool:
+        raise TypeError("x must be a floating-point tensor, got dtype torch.bool")
     first, second = x.chunk(2, dim=-1)  # (*, d/2) each
     return torch.cat([-second, first], dim=-1)
 

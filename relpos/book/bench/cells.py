@@ -43,10 +43,11 @@ NOT_YET_MEASURED = ("tupe",)
 
 
 def cost_schemes() -> list[str]:
-    """Every registered scheme measured so far, and each variant sized at a span."""
+    """Every registered scheme measured so far, and each variant sized at a span;
+    a scheme without positions (``none``) is plain attention, timed as ``PLAIN``."""
     return [
         name for name in scheme_names()
-        if name not in NOT_YET_MEASURED
+        if name not in NOT_YET_MEASURED and resolve(name)[0].positional
         and (name in REGISTRY or name in resolve(name)[0].sized)
     ]
 

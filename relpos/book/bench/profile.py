@@ -331,7 +331,7 @@ def build_parser() -> _cli.OneLineParser:
     )
     parser.add_argument(
         "--threads",
-        type=_cli.integer(1),
+        type=_cli.integer(1, _cli.MAX_THREADS),
         default=None,
         help="torch threads (none: torch's own choice)",
     )

@@ -90,11 +90,13 @@ def forward_flops(
 # -- what positions add: the floor of each scheme against plain attention ------------
 
 def floor_schemes() -> tuple[str, ...]:
-    """``"plain"`` and every registered name whose scheme declares its arithmetic."""
-    return (
-        "plain",
-        *(name for name in scheme_names() if resolve(name)[0].arithmetic is not None),
-    )
+    """``"plain"`` and every registered name whose scheme has positions and declares
+    its arithmetic (a scheme without positions, ``none``, is ``"plain"``)."""
+    counted = [
+        name for name in scheme_names()
+        if resolve(name)[0].positional and resolve(name)[0].arithmetic is not None
+    ]
+    return ("plain", *counted)
 
 
 #: The schemes whose added work :func:`position_flops` counts: plain attention

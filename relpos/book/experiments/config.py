@@ -356,10 +356,11 @@ class Config(Settings):
         if task is None:
             return  # checked by name where the run starts (get_task)
         lengths = {
-            "min_train_length": (self.train_lengths[0],),
             "train_length": (self.train_length,),
             "test_lengths": self.test_lengths,
         }
+        if self.min_train_length is not None:  # else the shortest is train_length
+            lengths = {"min_train_length": (self.min_train_length,), **lengths}
         for name, values in lengths.items():
             for n in values:
                 try:

@@ -169,7 +169,6 @@ def _absolute_rows(n: int, table: str | None, *, keys: bool) -> dict[str, Entrie
 EMD_TABLE = "encoder:LearnedPositions.weight"
 
 for _name, _reader in {
-    "none": lambda config, n: {},
     "absolute": lambda config, n: _absolute_rows(
         n, "input_positions.weight", keys=True
     ),

@@ -52,8 +52,8 @@ setting (``relpos.schemes.registry``)::
 
 The schemes registered here:
 
-- ``none``: no position information at all; in an encoder the model sees a bag
-  of tokens.
+- ``none`` (the core's registration, ``relpos.schemes.none``): no position
+  information at all; in an encoder the model sees a bag of tokens.
 - ``absolute``: a learned table of ``max_length`` rows added to the tokens, as
   BERT. Only the first ``train_length`` rows ever receive a gradient; a test
   sequence longer than that reads rows that kept their random initial values.
@@ -360,10 +360,6 @@ def content_encoder(config: Config) -> AttentionEncoder:
     )
 
 
-def _none(config: Config) -> PositionParts:
-    return None, content_encoder(config)
-
-
 def _absolute(config: Config) -> PositionParts:
     positions = LearnedPositions(config.table_length, config.hidden_size)
     return positions, content_encoder(config)
@@ -539,12 +535,19 @@ def book_order() -> list[str]:
     ]
 
 
+def _positional(name: str) -> bool:
+    return resolve(name)[0].positional
+
+
 SCHEMES: MutableMapping[str, SchemeBuilder] = Registered(
-    {
-        "none": _none,
+    {  # the registry's schemes without positions (none) first, the floor
+        **{
+            name: attention_scheme(name)
+            for name in book_order() if not _positional(name)
+        },
         "absolute": _absolute,
         "sinusoidal": _sinusoidal,
-        **{name: attention_scheme(name) for name in book_order()},
+        **{name: attention_scheme(name) for name in book_order() if _positional(name)},
     },
     attention_scheme,
 )
@@ -596,9 +599,12 @@ def _takes_positions(module: nn.Module) -> bool:
 
 
 def _content_only(encoder: nn.Module) -> bool:
-    """Whether ``encoder`` attends by content alone (no position inside attention)."""
+    """Whether ``encoder`` attends by content alone (no position inside attention):
+    the book's ``ContentSelfAttention`` or a registered scheme without positions."""
+    plain = {ContentSelfAttention}
+    plain.update(found.attention for found in REGISTRY.values() if not found.positional)
     return isinstance(encoder, AttentionEncoder) and all(
-        type(layer.attention) is ContentSelfAttention for layer in encoder.layers
+        type(layer.attention) in plain for layer in encoder.layers
     )
 
 

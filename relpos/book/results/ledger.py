@@ -49,10 +49,10 @@ LEDGER_SCHEMA = 1
 INTERVAL_SEEDS = 10
 #: The relative schemes a claim for relative positions is judged on (those of a
 #: sweep among them): DeBERTa's two tables and every scheme the core's registry
-#: marks relative. (FIRE is not: its distance is divided by the query's
+#: marks relative and positional (not ``none``, which has no positions). (FIRE is not: its distance is divided by the query's
 #: position; ``deberta-emd`` adds absolute positions before its last layer.)
 RELATIVE_SCHEMES = tuple(dict.fromkeys(("deberta", "deberta-buckets") + tuple(
-    name for name, entry in REGISTRY.items() if entry.relative
+    name for name, entry in REGISTRY.items() if entry.relative and entry.positional
 )))  # each once, where the registry lists DeBERTa too
 REQUIRED = ("id", "chapter", "claim", "verdict", "mechanism", "evidence", "seeds")
 OPTIONAL = ("interval", "intervention", "seed_claim", "prediction", "falsifier")

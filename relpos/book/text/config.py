@@ -95,8 +95,9 @@ class TextConfig(Settings):
         lengths = check_lengths("eval_lengths", self.eval_lengths, minimum=2)
         if self.eval_bytes < max(lengths) + 1:
             raise ValueError(
-                f"eval_bytes must hold one window of the longest eval length plus "
-                f"one byte (>= {max(lengths) + 1}), got {self.eval_bytes}"
+                f"eval_bytes must hold one window of the longest of eval_lengths "
+                f"({max(lengths)}) plus one byte (>= {max(lengths) + 1}), got "
+                f"{self.eval_bytes}"
             )
         for name in ("learning_rate", "weight_decay"):
             check_nonnegative(name, getattr(self, name))

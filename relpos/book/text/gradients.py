@@ -31,7 +31,6 @@ Shapes:
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import statistics
@@ -45,6 +44,8 @@ from torch import nn
 
 from relpos.checks import check_int
 
+from .. import _cli
+from .._cli import OneLineParser
 from ..experiments.config import derive_seed
 from ..experiments.model import TinyModel
 from ..experiments.train import deterministic, optimise
@@ -296,18 +297,39 @@ STUDY = dict(
 )
 
 
+def build_parser() -> OneLineParser:
+    """``python -m relpos.book.text.gradients``'s flags (one-line errors)."""
+    from ..experiments.schemes import SCHEMES
+
+    parser = OneLineParser(
+        prog="python -m relpos.book.text.gradients",
+        description="Where a position objective and a content objective meet: "
+        "the gradients of each on the shared weights, per scheme and seed.",
+    )
+    add = parser.add_argument
+    add("--output", required=True, help="the JSON to write")
+    add("--schemes", type=_cli.names("schemes", lambda: SCHEMES),
+        default=["absolute", "alibi", "deberta"], metavar="NAMES",
+        help="comma-separated position schemes")
+    add("--seeds", type=_cli.integers(0), default=[0, 1, 2], metavar="S,S,...",
+        help="comma-separated seeds")
+    add("--steps", type=_cli.integer(1), default=STUDY["steps"],
+        help="training steps of each run")
+    return parser
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """``python -m relpos.book.text.gradients --output PATH [--schemes a,b]``."""
-    parser = argparse.ArgumentParser(prog="python -m relpos.book.text.gradients")
-    parser.add_argument("--output", required=True)
-    parser.add_argument("--schemes", default="absolute,alibi,deberta")
-    parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--steps", type=int, default=STUDY["steps"])
+    parser = build_parser()
     args = parser.parse_args(argv)
+    base = _cli.config_or_exit(
+        parser,
+        lambda: TextConfig(setting="causal", **{**STUDY, "steps": args.steps}),
+        {"steps": "--steps"},
+    )
+    _cli.output_flag(parser, "--output", args.output, make_parents=True)
     torch.set_num_threads(1)
-    base = TextConfig(setting="causal", **{**STUDY, "steps": args.steps})
-    seeds = [int(s) for s in args.seeds.split(",")]
-    result = interference_study(base, args.schemes.split(","), seeds)
+    result = interference_study(base, args.schemes, args.seeds)
     finite = all(math.isfinite(v) for r in result["runs"] for v in r["valid"].values())
     if not finite:
         raise SystemExit("a run diverged: its validation loss is not finite")
@@ -321,6 +343,7 @@ if __name__ == "__main__":
 
 __all__ = [
     "MIXES",
+    "build_parser",
     "OBJECTIVES",
     "SHARED",
     "STUDY",
