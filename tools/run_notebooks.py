@@ -20,7 +20,9 @@ from nbclient import NotebookClient
 def run(path: Path) -> float:
     """Execute one notebook in place; return the seconds it took."""
     notebook = nbformat.read(path, as_version=4)
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.metadata["kernelspec"] = {
+        "name": "python3", "display_name": "Python 3", "language": "python"
+    }
     client = NotebookClient(
         notebook,
         timeout=600,
@@ -37,9 +39,15 @@ def run(path: Path) -> float:
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
+    if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
-        return 2
+        return 0 if argv else 2
+    for name in argv:
+        path = Path(name)
+        if path.suffix != ".ipynb" or not path.is_file():
+            print(f"run_notebooks: error: notebook: {name} is not a .ipynb file",
+                  file=sys.stderr)
+            return 2
     for name in argv:
         print(f"{name}: {run(Path(name)):.1f} s")
     return 0
