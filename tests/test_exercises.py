@@ -244,11 +244,13 @@ def given(*answers: Any, **context: Any) -> Answer:
 
 CASES: dict[str, tuple[Answer, list[tuple[Answer, str]]]] = {
     "ch1-ex1": (
-        given(distance_matrix),
+        given(distance_matrix, 7),  # 10 tokens, 3 ahead: the diagonal i - j = -3
         [
-            (given(key_minus_query), "j - i"),
-            (given(lambda n: distance_matrix(n).float()), "integers"),
-            (given(lambda n: distance_matrix(n + 1)), "shape"),
+            (given(key_minus_query, 7), "j - i"),
+            (given(lambda n: distance_matrix(n).float(), 7), "integers"),
+            (given(lambda n: distance_matrix(n + 1), 7), "shape"),
+            (given(distance_matrix, 14), "equal to -3"),  # ahead and behind
+            (given(distance_matrix, 7, n=12, m=3), "12 tokens"),  # another's numbers
         ],
     ),
     "ch1-ex2": (
@@ -288,13 +290,20 @@ CASES: dict[str, tuple[Answer, list[tuple[Answer, str]]]] = {
         ],
     ),
     "ch2-ex2": (
-        given(pairs_on_row_zero),
+        given(pairs_on_row_zero, 2346),  # n = 100, k = 32: 68 * 69 / 2
         [
             (
-                given(lambda n, k: (n - k + 1) * (n - k + 2) // 2 if n > k else 0),
+                given(
+                    lambda n, k: (n - k + 1) * (n - k + 2) // 2 if n > k else 0, 2346
+                ),
                 "row 2k - 1",
             ),
-            (given(lambda n, k: (n - k) * (n - k + 1) // 2), "no pair reads row 0"),
+            (
+                given(lambda n, k: (n - k) * (n - k + 1) // 2, 2346),
+                "no pair reads row 0",
+            ),
+            (given(pairs_on_row_zero, 2415), "evaluate your function"),
+            (given(pairs_on_row_zero, 2346, n=120, k=32), "120 tokens"),
         ],
     ),
     "ch2-ex3": (
@@ -306,10 +315,12 @@ CASES: dict[str, tuple[Answer, list[tuple[Answer, str]]]] = {
         ],
     ),
     "ch3-ex1": (
-        given(lambda n, k: min(2 * n - 1, 2 * k)),
+        given(lambda n, k: min(2 * n - 1, 2 * k), 25),  # span 24: 25 tokens
         [
-            (given(lambda n, k: 2 * n - 1), "caps the rows"),
-            (given(lambda n, k: min(2 * n, 2 * k)), "2n - 1 distinct"),
+            (given(lambda n, k: 2 * n - 1, 25), "caps the rows"),
+            (given(lambda n, k: min(2 * n, 2 * k), 25), "2n - 1 distinct"),
+            (given(lambda n, k: min(2 * n - 1, 2 * k), 24), "one row is still unread"),
+            (given(lambda n, k: min(2 * n - 1, 2 * k), 25, span=40), "reaches 2 * 40"),
         ],
     ),
     "ch3-ex2": (
@@ -345,10 +356,12 @@ CASES: dict[str, tuple[Answer, list[tuple[Answer, str]]]] = {
         ],
     ),
     "ch4-ex3": (
-        given(1 / math.sqrt(8)),
+        given(1 / math.sqrt(128)),  # 12 heads of 64: 1 / sqrt(2 * 64)
         [
-            (given(1 / math.sqrt(12)), "both position terms"),
-            (given(0.5), "BERT's scale"),
+            (given(1 / math.sqrt(192)), "both position terms"),
+            (given(0.125), "BERT's scale"),
+            (given(1 / math.sqrt(2 * 768)), "width of one head"),
+            (given(1 / math.sqrt(128), head_size=48, heads=4), "4 heads"),  # another's
         ],
     ),
     "ch4-ex4": (
@@ -479,7 +492,7 @@ def test_unknown_label_and_wrong_answer_types():
     with pytest.raises(ValueError, match="label must be one of"):
         check("ch99-ex1", 1)
     with pytest.raises(ExerciseError, match="must be a function"):
-        check("ch1-ex1", 5)
+        check("ch1-ex1", 5, 7)
     with pytest.raises(ExerciseError, match="must be a sequence length"):
         check("ch3-ex2", "3344")
 
@@ -487,7 +500,7 @@ def test_unknown_label_and_wrong_answer_types():
 def test_a_wrong_answer_fails_as_an_assertion():
     # A grader that counts AssertionErrors (nbgrader, a bare assert) sees it fail.
     with pytest.raises(AssertionError, match=r"^ch1-ex1: not yet\. .*j - i"):
-        check("ch1-ex1", key_minus_query)
+        check("ch1-ex1", key_minus_query, 7)
 
 
 CHECK_CALL = re.compile(r"""check\(\s*["'](ch\d+-ex\d+)["']""")

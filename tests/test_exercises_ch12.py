@@ -18,14 +18,29 @@ def sign_flip_p(a, b):
     return float(np.mean(np.abs((signs * d).mean(1)) >= abs(d.mean()) - 1e-12))
 
 
+#: 10 seeds, 2 lost: 8 or more of 10 signs one way, 2 * (1 + 10 + 45) of 1024
+P_SPLIT = 112 / 1024
+
+
 def test_ch12_ex1_accepts_both_tails_and_refuses_one(capsys):
-    check("ch12-ex1", sign_flip_p)
+    check("ch12-ex1", sign_flip_p, P_SPLIT)
     assert capsys.readouterr().out.startswith("ch12-ex1: correct.")
     one_tail = lambda a, b: sign_flip_p(a, b) / 2  # noqa: E731
     with pytest.raises(ExerciseError, match="one tail"):
-        check("ch12-ex1", one_tail)
+        check("ch12-ex1", one_tail, P_SPLIT)
     with pytest.raises(ExerciseError, match="finite float"):
-        check("ch12-ex1", lambda a, b: None)
+        check("ch12-ex1", lambda a, b: None, P_SPLIT)
+
+
+def test_ch12_ex1_asks_the_p_value_of_the_students_split(capsys):
+    assert sign_flip_p([1.0] * 8 + [-1.0] * 2, [0.0] * 10) == P_SPLIT
+    six = sign_flip_p([1.0] * 5 + [-1.0], [0.0] * 6)  # 5 or more of 6: 14 of 64
+    assert six == 14 / 64
+    check("ch12-ex1", sign_flip_p, six, seeds=6, losses=1)
+    assert capsys.readouterr().out.startswith("ch12-ex1: correct.")
+    for wrong, given in ((P_SPLIT / 2, {}), (P_SPLIT, {"seeds": 6, "losses": 1})):
+        with pytest.raises(ExerciseError, match="p_split: .* run your function"):
+            check("ch12-ex1", sign_flip_p, wrong, **given)
 
 
 def test_ch12_ex2_reads_the_protocol_sweep(capsys):

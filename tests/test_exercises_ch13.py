@@ -31,22 +31,39 @@ def but(kind_wrong, value):
     return lambda kind, n, d: value(n, d) if kind == kind_wrong else within(kind, n, d)
 
 
+#: The book's shares at n = 64 and k = 8 (d = 6): 3 of 31 reverse slots, 2 of 21
+#: addition slots
+SHARE = {"copy": 0.0, "reverse": 3 / 31, "mqar": 0.0, "addition": 2 / 21}
+
+
 def test_ch13_ex1_accepts_the_layouts_counts(capsys):
     # hand-computed at n = 64 (m = 31, 21, 20), d = 6: copy needs 32 back everywhere;
     # reverse's slots 0, 1, 2 read 2, 4, 6 back; mqar's first query needs 41;
     # addition's slots 0 and 1 read 3 and 6 back
     assert [within(k, 64, 6) for k in ("copy", "reverse", "mqar", "addition")] == [
         0, 3, 0, 2]
-    check("ch13-ex1", within)
+    check("ch13-ex1", within, SHARE)
     out = " ".join(capsys.readouterr().out.split())
-    assert out.startswith("ch13-ex1: correct. at n = 64, distances up to 6 serve copy "
-                          "0 of 31, reverse 3 of 31, mqar 0 of 21, addition 2 of 21")
+    assert out.startswith("ch13-ex1: correct. a fixed window")
+    assert "3 of 31" not in out  # the note does not give the shares away
+
+
+def test_ch13_ex1_asks_the_share_at_the_students_length_and_span(capsys):
+    # n = 40 (m = 19, 13, 12), k = 12 (d = 10): reverse's slots 0..4 read 2..10;
+    # addition's 0..2 read 3, 6, 9; copy needs 20 and mqar's first query 25
+    share = {"copy": 0.0, "reverse": 5 / 19, "mqar": 0.0, "addition": 3 / 13}
+    check("ch13-ex1", within, share, n=40, k=12)
+    assert "correct" in capsys.readouterr().out
+    with pytest.raises(ExerciseError, match="share\\['reverse'\\] = 0.0967742"):
+        check("ch13-ex1", within, SHARE, n=40, k=12)  # another student's
+    with pytest.raises(ExerciseError, match="share must be a dict"):
+        check("ch13-ex1", within, [0, 3, 0, 2])
 
 
 def test_ch13_ex1_is_not_the_distance_the_chapter_prints():
     # chapter 13 prints each task's farthest needed distance; that is not the count
     with pytest.raises(ExerciseError, match="farthest distance any slot needs"):
-        check("ch13-ex1", lambda kind, n, d: max(farthest(kind, n)))
+        check("ch13-ex1", lambda kind, n, d: max(farthest(kind, n)), SHARE)
 
 
 @pytest.mark.parametrize(
@@ -63,7 +80,7 @@ def test_ch13_ex1_is_not_the_distance_the_chapter_prints():
 )
 def test_ch13_ex1_refuses_the_usual_mistakes(answer, hint):
     with pytest.raises(ExerciseError, match="^ch13-ex1: not yet") as error:
-        check("ch13-ex1", answer)
+        check("ch13-ex1", answer, SHARE)
     assert hint in str(error.value), str(error.value)
 
 
@@ -71,9 +88,9 @@ def test_ch13_ex1_takes_ints_of_any_kind(capsys):
     import numpy as np
     import torch
 
-    check("ch13-ex1", lambda kind, n, d: np.int64(within(kind, n, d)))
-    check("ch13-ex1", lambda kind, n, d: torch.tensor(within(kind, n, d)))
-    check("ch13-ex1", lambda kind, n, d: float(within(kind, n, d)))
+    check("ch13-ex1", lambda kind, n, d: np.int64(within(kind, n, d)), SHARE)
+    check("ch13-ex1", lambda kind, n, d: torch.tensor(within(kind, n, d)), SHARE)
+    check("ch13-ex1", lambda kind, n, d: float(within(kind, n, d)), SHARE)
     assert capsys.readouterr().out.count("ch13-ex1: correct.") == 3
 
 

@@ -10,6 +10,12 @@ import torch
 from relpos import schemes
 from relpos.book.exercises import ExerciseError, check
 
+#: The book's number answers (12 heads; bucket 12 at max_distance 128; head 3 of 12
+#: at query 9), passed with the functions.
+LAST_SLOPE = 2**-3.5  # 12 heads: 8 geometric, then slopes 1, 3, 5, 7 of 16 heads
+SHARED = list(range(32, 46))
+SHIFT = 2 ** (-8 * 4 / 8) * 9  # head 3 of the 8 geometric heads: 2^(-8 * 4 / 8)
+
 # -- ch8-ex1: ALiBi's slopes ---------------------------------------------------------
 
 
@@ -25,9 +31,12 @@ def paper_slopes(num_heads: int) -> list[float]:
 
 
 def test_slopes_pass_the_reference_and_an_independent_answer(capsys) -> None:
-    check("ch8-ex1", schemes.alibi_slopes)
-    check("ch8-ex1", paper_slopes)
-    check("ch8-ex1", lambda h: torch.tensor(paper_slopes(h), dtype=torch.float32))
+    check("ch8-ex1", schemes.alibi_slopes, LAST_SLOPE)
+    check("ch8-ex1", paper_slopes, LAST_SLOPE)
+    def as_float32(h: int) -> torch.Tensor:
+        return torch.tensor(paper_slopes(h), dtype=torch.float32)
+
+    check("ch8-ex1", as_float32, LAST_SLOPE)
     assert capsys.readouterr().out.count("ch8-ex1: correct.") == 3
 
 
@@ -49,7 +58,7 @@ def test_slopes_pass_the_reference_and_an_independent_answer(capsys) -> None:
 )
 def test_slopes_fail_wrong_answers_with_a_hint(answer, message: str) -> None:
     with pytest.raises(ExerciseError, match="ch8-ex1: not yet. .*" + message):
-        check("ch8-ex1", answer)
+        check("ch8-ex1", answer, LAST_SLOPE)
 
 
 # -- ch8-ex2: T5's buckets -----------------------------------------------------------
@@ -77,8 +86,8 @@ def reference(rel, num_buckets=32, max_distance=128):
 
 
 def test_buckets_pass_the_reference_and_a_loop(capsys) -> None:
-    check("ch8-ex2", reference)
-    check("ch8-ex2", loop_bucket)
+    check("ch8-ex2", reference, SHARED)
+    check("ch8-ex2", loop_bucket, SHARED)
     assert capsys.readouterr().out.count("ch8-ex2: correct.") == 2
 
 
@@ -119,7 +128,7 @@ def _exact_edge_off_by_one(rel, num_buckets=32, max_distance=128):
 )
 def test_buckets_fail_wrong_answers_with_a_hint(answer, message: str) -> None:
     with pytest.raises(ExerciseError, match="ch8-ex2: not yet. .*" + message):
-        check("ch8-ex2", answer)
+        check("ch8-ex2", answer, SHARED)
 
 
 # -- ch8-ex3: BLOOM's form of the causal bias ----------------------------------------
@@ -134,7 +143,7 @@ def bloom(n: int, num_heads: int) -> torch.Tensor:
 
 
 def test_bloom_bias_passes_and_gives_alibi_probabilities(capsys) -> None:
-    check("ch8-ex3", bloom)
+    check("ch8-ex3", bloom, SHIFT)
     assert "ch8-ex3: correct." in capsys.readouterr().out
     # What the exercise shows: the same probabilities as ALiBi's own causal form.
     rel = schemes.relative_distances(torch.arange(7), torch.arange(7))
@@ -168,4 +177,38 @@ def negated(n, num_heads):
 )
 def test_bloom_bias_fails_wrong_answers_with_a_hint(answer, message: str) -> None:
     with pytest.raises(ExerciseError, match="ch8-ex3: not yet. .*" + message):
-        check("ch8-ex3", answer)
+        check("ch8-ex3", answer, SHIFT)
+
+
+# -- the numbers asked at each student's own settings ---------------------------------
+
+
+def test_the_asked_numbers_follow_the_settings(capsys) -> None:
+    slopes = schemes.alibi_slopes(20, dtype=torch.float64)
+    check("ch8-ex1", schemes.alibi_slopes, float(slopes[-1]), heads=20)
+    assert math.isclose(float(slopes[-1]), 2 ** (-4 * 7 / 16))  # 16 + every other of 32
+    check("ch8-ex2", reference, [11, 12, 13], bucket=9, max_distance=64)
+    six = schemes.alibi_slopes(6, dtype=torch.float64)
+    check("ch8-ex3", bloom, float(six[1]) * 20, heads=6, head=1, query=20)
+    assert capsys.readouterr().out.count("correct.") == 3
+
+
+@pytest.mark.parametrize(
+    ("label", "answers", "message"),
+    [
+        ("ch8-ex1", (schemes.alibi_slopes, 2.0**-8), "geometric series of 12"),
+        ("ch8-ex1", (schemes.alibi_slopes, 0.5), "evaluate your function"),
+        ("ch8-ex2", (reference, [-x for x in SHARED]), "keys ahead"),
+        ("ch8-ex2", (reference, SHARED[1:]), "keep those in the bucket"),
+        ("ch8-ex3", (bloom, -SHIFT), "sign is flipped"),
+        ("ch8-ex3", (bloom, SHIFT / 9), "subtract the two"),
+    ],
+)
+def test_a_wrong_asked_number_fails(label, answers, message) -> None:
+    with pytest.raises(ExerciseError, match=f"{label}: not yet. .*" + message):
+        check(label, *answers)
+    with pytest.raises(ExerciseError, match=f"{label}: not yet"):  # another's
+        check(label, answers[0], {"ch8-ex1": LAST_SLOPE, "ch8-ex2": SHARED,
+                                  "ch8-ex3": SHIFT}[label],
+              **{"ch8-ex1": {"heads": 20}, "ch8-ex2": {"bucket": 9},
+                 "ch8-ex3": {"query": 20}}[label])

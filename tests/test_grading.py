@@ -88,7 +88,7 @@ WRONG: dict[str, tuple[str, str, str]] = {
         "is not a power of two",
     ),
     "ch9-ex2": (
-        'and r["length"] == L',
+        'and r["length"] == multiple * L',
         'and r["length"] == max(sweep["config"]["test_lengths"])',
         "those are the sizes at test length",
     ),
@@ -98,8 +98,8 @@ WRONG: dict[str, tuple[str, str, str]] = {
         "is not what coverage predicts",
     ),
     "ch11-ex2": (
-        'r["eval"][str(twice)]["bpb"] - r["eval"][str(L)]["bpb"]',
-        'r["eval"][str(L)]["bpb"] - r["eval"][str(twice)]["bpb"]',
+        'r["eval"][str(at)]["bpb"] - r["eval"][str(L)]["bpb"]',
+        'r["eval"][str(L)]["bpb"] - r["eval"][str(at)]["bpb"]',
         "the signs are flipped",
     ),
     "ch12-ex2": (

@@ -27,24 +27,72 @@ import relpos  # noqa: E402
 from relpos.book.exercises import ExerciseError, check  # noqa: E402
 
 NOTEBOOKS = {
+    "ch1-ex1": ROOT / "book" / "01_absolute_to_relative.ipynb",
     "ch1-ex2": ROOT / "book" / "01_absolute_to_relative.ipynb",
     "ch1-ex3": ROOT / "book" / "01_absolute_to_relative.ipynb",
     "ch2-ex1": ROOT / "book" / "02_delta.ipynb",
+    "ch2-ex2": ROOT / "book" / "02_delta.ipynb",
     "ch2-ex3": ROOT / "book" / "02_delta.ipynb",
+    "ch3-ex1": ROOT / "book" / "03_table.ipynb",
     "ch3-ex2": ROOT / "book" / "03_table.ipynb",
     "ch3-ex3": ROOT / "book" / "03_table.ipynb",
     "ch5-ex2": ROOT / "book" / "05_efficient_attention.ipynb",
     "ch6-ex1": ROOT / "book" / "06_long_sequences.ipynb",
     "ch6-ex2": ROOT / "book" / "06_long_sequences.ipynb",
     "ch6-ex3": ROOT / "book" / "06_long_sequences.ipynb",
+    "ch4-ex3": ROOT / "book" / "04_disentangled_attention.ipynb",
+    "ch8-ex1": ROOT / "book" / "08_where_deberta_sits.ipynb",
+    "ch8-ex2": ROOT / "book" / "08_where_deberta_sits.ipynb",
+    "ch8-ex3": ROOT / "book" / "08_where_deberta_sits.ipynb",
+    "ch9-ex2": ROOT / "book" / "09_relative_positions_at_work.ipynb",
+    "ch10-ex1": ROOT / "book" / "10_testing_debertas_design.ipynb",
+    "ch11-ex2": ROOT / "book" / "11_real_text.ipynb",
+    "ch12-ex1": ROOT / "book" / "12_verdicts_that_survive.ipynb",
+    "ch12-ex2": ROOT / "book" / "12_verdicts_that_survive.ipynb",
+    "ch13-ex1": ROOT / "book" / "13_distances_that_grow.ipynb",
     "ch13-ex2": ROOT / "book" / "13_distances_that_grow.ipynb",
 }
 sys.path.insert(0, str(ROOT / "tests"))
 from test_exercises import (  # noqa: E402
+    distance_matrix,
+    pairs_on_row_zero,
     relative_scores,
     score_mod_inputs,
     score_mod_scores,
 )
+from test_exercises_ch12 import P_SPLIT, sign_flip_p  # noqa: E402
+from test_exercises_ch13 import SHARE, within  # noqa: E402
+from test_exercises_landscape import (  # noqa: E402
+    LAST_SLOPE,
+    SHARED,
+    SHIFT,
+    bloom,
+    reference,
+)
+
+
+
+def stored_answer(label: str) -> object:
+    """The book's answer to an exercise that reads a stored sweep, from the file."""
+    from relpos.book import results
+    from relpos.book.exercises.ch09 import _fewest
+    from relpos.book.exercises.ch10 import PREDICT_AT, first_untrained
+    from relpos.book.exercises.ch11 import length_gain
+    from relpos.book.exercises.ch12 import ahead_of_absolute
+    from relpos.book.experiments.sweep import load_sweep
+
+    sweep = results.load("protocol/sweep.json")
+    if label == "ch9-ex2":
+        return _fewest(load_sweep(sweep), "relative", 32, "mean")
+    if label == "ch10-ex1":
+        return {
+            s: first_untrained(s, "relative", PREDICT_AT, [2, 4, 8])
+            for s in sweep["grid"]["scheme"]
+        }
+    if label == "ch11-ex2":
+        return length_gain(results.load("text_causal.json"))
+    return ahead_of_absolute(sweep)
+
 
 # What a check takes from the chapter besides the numbers (tensors).
 GIVEN = {"ch1-ex3": {"scores": relative_scores()}, "ch5-ex2": score_mod_inputs()}
@@ -61,6 +109,19 @@ BOOK_ANSWERS = {
     "ch6-ex2": (132,),
     "ch6-ex3": (0.5649,),
     "ch13-ex2": (16.0**-15, 16.0**-14),
+    "ch1-ex1": (distance_matrix, 7),
+    "ch2-ex2": (pairs_on_row_zero, 2346),
+    "ch3-ex1": (lambda n, k: min(2 * n - 1, 2 * k), 25),
+    "ch8-ex1": (relpos.schemes.alibi_slopes, LAST_SLOPE),
+    "ch8-ex2": (reference, SHARED),
+    "ch8-ex3": (bloom, SHIFT),
+    "ch12-ex1": (sign_flip_p, P_SPLIT),
+    "ch13-ex1": (within, SHARE),
+    "ch4-ex3": (1 / math.sqrt(128),),
+    "ch9-ex2": (stored_answer("ch9-ex2"),),
+    "ch10-ex1": (stored_answer("ch10-ex1"),),
+    "ch11-ex2": (stored_answer("ch11-ex2"),),
+    "ch12-ex2": (stored_answer("ch12-ex2"),),
 }
 BOOK_NUMBERS = {
     "ch1-ex3": {"behind": 2},
@@ -74,6 +135,19 @@ BOOK_NUMBERS = {
     "ch6-ex2": {"buckets": 256, "max_position": 512},
     "ch6-ex3": {"n": 2048},
     "ch13-ex2": {"n": 32},
+    "ch1-ex1": {"n": 10, "m": 3},
+    "ch2-ex2": {"n": 100, "k": 32},
+    "ch3-ex1": {"span": 24},
+    "ch8-ex1": {"heads": 12},
+    "ch8-ex2": {"bucket": 12, "max_distance": 128},
+    "ch8-ex3": {"heads": 12, "head": 3, "query": 9},
+    "ch12-ex1": {"seeds": 10, "losses": 2},
+    "ch13-ex1": {"n": 64, "k": 8},
+    "ch4-ex3": {"head_size": 64, "heads": 12},
+    "ch9-ex2": {"percent": 90, "multiple": 1},
+    "ch10-ex1": {"train_length": 16},
+    "ch11-ex2": {"multiple": 2},
+    "ch12-ex2": {"multiple": 2},
 }
 
 
@@ -101,7 +175,7 @@ def test_variant_zero_is_the_book_and_bad_variants_are_refused():
     with pytest.raises(TypeError, match="variant must be an int"):
         variants.numbers("ch3-ex2", 1.5)
     with pytest.raises(ValueError, match="label must be one of"):
-        variants.numbers("ch1-ex1", 1)
+        variants.numbers("ch4-ex4", 1)
 
 
 def exercise_text(notebook: nbformat.NotebookNode, label: str) -> list[str]:

@@ -115,12 +115,69 @@ def _ch2_ex3(p: dict[str, int]) -> Edits:
     ]
 
 
+def _ch1_ex1(p: dict[str, int]) -> Edits:
+    n, m = p["n"], p["m"]
+    return [
+        (
+            "$n = 10$ tokens whose key is exactly $m = 3$ tokens",
+            f"$n = {n}$ tokens whose key is exactly $m = {m}$ tokens",
+        ),
+        ("n, m = 10, 3\n", f"n, m = {n}, {m}\n"),
+        (
+            'check("ch1-ex1", distance_matrix, pairs_ahead)',
+            f'check("ch1-ex1", distance_matrix, pairs_ahead, n={n}, m={m})',
+        ),
+    ]
+
+
+def _ch2_ex2(p: dict[str, int]) -> Edits:
+    n, k = p["n"], p["k"]
+    return [
+        (
+            "$n = 100$ tokens with span $k = 32$",
+            f"$n = {n}$ tokens with span $k = {k}$",
+        ),
+        ("n, k = 100, 32\n", f"n, k = {n}, {k}\n"),
+        (
+            'check("ch2-ex2", pairs_on_row_zero, on_row_zero)',
+            f'check("ch2-ex2", pairs_on_row_zero, on_row_zero, n={n}, k={k})',
+        ),
+    ]
+
+
+def _ch3_ex1(p: dict[str, int]) -> Edits:
+    span = p["span"]
+    return [
+        ("a table of span $k = 24$", f"a table of span $k = {span}$"),
+        ("span = 24\n", f"span = {span}\n"),
+        (
+            'check("ch3-ex1", rows_read, first_full)',
+            f'check("ch3-ex1", rows_read, first_full, span={span})',
+        ),
+    ]
+
+
 def _ch3_ex2(p: dict[str, int]) -> Edits:
     gib = p["gib"]
     return [
         ("16 GiB", f"{gib} GiB"),
         ("budget = 16 * 2**30", f"budget = {gib} * 2**30"),
         ('check("ch3-ex2", n_longest)', f'check("ch3-ex2", n_longest, gib={gib})'),
+    ]
+
+
+def _ch4_ex3(p: dict[str, int]) -> Edits:
+    d, h = p["head_size"], p["heads"]
+    return [
+        (
+            "$12$ heads of width $64$ (hidden size $768$)",
+            f"${h}$ heads of width ${d}$ (hidden size ${d * h}$)",
+        ),
+        ("head_size, heads = 64, 12\n", f"head_size, heads = {d}, {h}\n"),
+        (
+            'check("ch4-ex3", only_scale)',
+            f'check("ch4-ex3", only_scale, head_size={d}, heads={h})',
+        ),
     ]
 
 
@@ -211,6 +268,130 @@ def _ch6_ex3(p: dict[str, int]) -> Edits:
     ]
 
 
+def _ch8_ex1(p: dict[str, int]) -> Edits:
+    h = p["heads"]
+    return [
+        ("a model with $H = 12$ heads", f"a model with $H = {h}$ heads"),
+        ("heads = 12\nlast_slope", f"heads = {h}\nlast_slope"),
+        (
+            'check("ch8-ex1", my_slopes, last_slope)',
+            f'check("ch8-ex1", my_slopes, last_slope, heads={h})',
+        ),
+    ]
+
+
+def _ch8_ex2(p: dict[str, int]) -> Edits:
+    b, m = p["bucket"], p["max_distance"]
+    return [
+        (
+            "bucket 12 with `num_buckets=32, max_distance=128`",
+            f"bucket {b} with `num_buckets=32, max_distance={m}`",
+        ),
+        ("bucket, max_distance = 12, 128\n", f"bucket, max_distance = {b}, {m}\n"),
+        (
+            'check("ch8-ex2", my_bucket, shared)',
+            f'check("ch8-ex2", my_bucket, shared, bucket={b}, max_distance={m})',
+        ),
+    ]
+
+
+def _ch8_ex3(p: dict[str, int]) -> Edits:
+    heads, head, query = p["heads"], p["head"], p["query"]
+    return [
+        (
+            "query $i = 9$ in head $h = 3$ of $H = 12$",
+            f"query $i = {query}$ in head $h = {head}$ of $H = {heads}$",
+        ),
+        ("H, h, i = 12, 3, 9\n", f"H, h, i = {heads}, {head}, {query}\n"),
+        (
+            'check("ch8-ex3", bloom_bias, shift)',
+            f'check("ch8-ex3", bloom_bias, shift, heads={heads}, head={head}, '
+            f"query={query})",
+        ),
+    ]
+
+
+def _ch9_ex2(p: dict[str, int]) -> Edits:
+    percent, m = p["percent"], p["multiple"]
+    return [
+        (
+            "at $1L$ (the training length), reaches 90%",
+            f"at ${m}L$ ({m} times the training length), reaches {percent}%",
+        ),
+        ("reach\n90%", f"reach\n{percent}%"),
+        ("percent, multiple = 90, 1\n", f"percent, multiple = {percent}, {m}\n"),
+        (
+            'check("ch9-ex2", fewest)',
+            f'check("ch9-ex2", fewest, percent={percent}, multiple={m})',
+        ),
+    ]
+
+
+def _ch10_ex1(p: dict[str, int]) -> Edits:
+    n = p["train_length"]
+    return [
+        ("trained at $L = 16$", f"trained at $L = {n}$"),
+        (
+            "train_length=16,\ntest_lengths=(16, 32, 64, 128))",
+            f"train_length={n},\ntest_lengths=({n}, {2 * n}, {4 * n}, {8 * n}))",
+        ),
+        ("(32, 64, 128) at which", f"({2 * n}, {4 * n}, {8 * n}) at which"),
+        ("short = 16\n", f"short = {n}\n"),
+        (
+            'check("ch10-ex1", first_untrained)',
+            f'check("ch10-ex1", first_untrained, train_length={n})',
+        ),
+    ]
+
+
+def _ch11_ex2(p: dict[str, int]) -> Edits:
+    m = p["multiple"]
+    return [
+        ("$2L$", f"${m}L$"),
+        ("at = 2 * L", f"at = {m} * L"),
+        ('check("ch11-ex2", gain)', f'check("ch11-ex2", gain, multiple={m})'),
+    ]
+
+
+def _ch12_ex2(p: dict[str, int]) -> Edits:
+    m = p["multiple"]
+    return [
+        ("At $2L$ on `relative`", f"At ${m}L$ on `relative`"),
+        ("at = 2 * L", f"at = {m} * L"),
+        ('check("ch12-ex2", ahead)', f'check("ch12-ex2", ahead, multiple={m})'),
+    ]
+
+
+def _ch12_ex1(p: dict[str, int]) -> Edits:
+    seeds, losses = p["seeds"], p["losses"]
+    return [
+        (
+            "$n = 10$ seeds on which one arm beats the other by the same margin on "
+            "all but $2$ of them",
+            f"$n = {seeds}$ seeds on which one arm beats the other by the same "
+            f"margin on all but ${losses}$ of them",
+        ),
+        ("seeds, losses = 10, 2\n", f"seeds, losses = {seeds}, {losses}\n"),
+        (
+            'check("ch12-ex1", sign_flip_p, p_split)',
+            f'check("ch12-ex1", sign_flip_p, p_split, seeds={seeds}, losses={losses})',
+        ),
+    ]
+
+
+def _ch13_ex1(p: dict[str, int]) -> Edits:
+    n, k = p["n"], p["k"]
+    return [
+        ("at $n = 64$ and", f"at $n = {n}$ and"),
+        ("for $k = 8$ (the farthest", f"for $k = {k}$ (the farthest"),
+        ("n, k = 64, 8\n", f"n, k = {n}, {k}\n"),
+        (
+            'check("ch13-ex1", within, share)',
+            f'check("ch13-ex1", within, share, n={n}, k={k})',
+        ),
+    ]
+
+
 def _ch13_ex2(p: dict[str, int]) -> Edits:
     n = p["n"]
     return [
@@ -228,16 +409,29 @@ def _ch13_ex2(p: dict[str, int]) -> Edits:
 
 
 VARIANTS: dict[str, Variant] = {
+    "ch1-ex1": Variant(_ch1_ex1),
     "ch1-ex2": Variant(_ch1_ex2),
     "ch1-ex3": Variant(_ch1_ex3),
     "ch2-ex1": Variant(_ch2_ex1),
+    "ch2-ex2": Variant(_ch2_ex2),
     "ch2-ex3": Variant(_ch2_ex3),
+    "ch3-ex1": Variant(_ch3_ex1),
     "ch3-ex2": Variant(_ch3_ex2),
     "ch3-ex3": Variant(_ch3_ex3),
+    "ch4-ex3": Variant(_ch4_ex3),
     "ch5-ex2": Variant(_ch5_ex2),
     "ch6-ex1": Variant(_ch6_ex1),
     "ch6-ex2": Variant(_ch6_ex2),
     "ch6-ex3": Variant(_ch6_ex3),
+    "ch8-ex1": Variant(_ch8_ex1),
+    "ch8-ex2": Variant(_ch8_ex2),
+    "ch8-ex3": Variant(_ch8_ex3),
+    "ch9-ex2": Variant(_ch9_ex2),
+    "ch10-ex1": Variant(_ch10_ex1),
+    "ch11-ex2": Variant(_ch11_ex2),
+    "ch12-ex1": Variant(_ch12_ex1),
+    "ch12-ex2": Variant(_ch12_ex2),
+    "ch13-ex1": Variant(_ch13_ex1),
     "ch13-ex2": Variant(_ch13_ex2),
 }
 

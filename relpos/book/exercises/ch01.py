@@ -15,13 +15,18 @@ from ._core import as_number, as_tensor, call, close, exercise, fail, require_ca
 
 
 @exercise("ch1-ex1")
-def distance_matrix(answer: Callable[[int], Any]) -> str:
-    """``answer(n)`` is the ``(n, n)`` matrix of ``i - j``, built from ``torch.arange``.
+def distance_matrix(
+    answer: Callable[[int], Any], pairs_ahead: Any, *, n: int = 10, m: int = 3
+) -> str:
+    """``answer(n)`` is the ``(n, n)`` matrix of ``i - j``, built from ``torch.arange``;
+    ``pairs_ahead``: the pairs of ``n`` tokens whose key is ``m`` ahead (the book:
+    ``n = 10``, ``m = 3``).
 
     Shapes:
         answer(n): ``(n, n)``
     """
     function = require_callable(answer, "a function of n, such as distance_matrix")
+    asked, ahead = n, m
     for n in (1, 2, 5, 9):
         expected = relative_positions(n)
         got = as_tensor(call(function, n, what=f"distance_matrix({n})"), "a tensor")
@@ -44,7 +49,16 @@ def distance_matrix(answer: Callable[[int], Any]) -> str:
                 f"entry ({i}, {j}) of distance_matrix({n}) is {int(got[i, j])}, "
                 "not i - j"
             )
-    return "entry (i, j) is i - j for every n tried (1, 2, 5, 9)."
+    count = as_number(pairs_ahead, "a number of pairs")
+    if count != asked - ahead:
+        fail(
+            f"{count:g} is not the number of pairs of {asked} tokens with i - j = "
+            f"-{ahead}: count the entries of distance_matrix({asked}) equal to -{ahead}"
+        )
+    return (
+        "entry (i, j) is i - j for every n tried (1, 2, 5, 9); the diagonal "
+        "i - j = -m holds n - m pairs."
+    )
 
 
 @exercise("ch1-ex2")

@@ -55,9 +55,13 @@ def _pairs_on_row_zero(n: int, k: int) -> int:
 
 
 @exercise("ch2-ex2")
-def pairs_on_row_zero(answer: Callable[[int, int], Any]) -> str:
-    """``answer(n, k)``: how many pairs of ``n`` tokens read row 0 with span ``k``."""
+def pairs_on_row_zero(
+    answer: Callable[[int, int], Any], on_row_zero: Any, *, n: int = 100, k: int = 32
+) -> str:
+    """``answer(n, k)``: how many pairs of ``n`` tokens read row 0 with span ``k``;
+    ``on_row_zero``: that count at the asked ``n`` and ``k`` (the book: 100, 32)."""
     function = require_callable(answer, "a function of (n, k)")
+    asked = n, k
     for n in range(1, 21):
         for k in range(1, 7):
             expected = _pairs_on_row_zero(n, k)
@@ -82,7 +86,13 @@ def pairs_on_row_zero(answer: Callable[[int, int], Any]) -> str:
                 f"f({n}, {k}) = {got:g}; count the pairs on each diagonal "
                 "i - j = -m, m >= k"
             )
-    return "checked for every n <= 20 and k <= 6."
+    count, (n, k) = as_number(on_row_zero, "a number of pairs"), asked
+    if count != _pairs_on_row_zero(n, k):
+        fail(
+            f"{count:g} is not the number of pairs of {n} tokens that read row 0 with "
+            f"span {k}: evaluate your function there"
+        )
+    return "checked for every n <= 20 and k <= 6, and at the asked n and k."
 
 
 @exercise("ch2-ex3")

@@ -12,8 +12,12 @@ from ._core import as_number, call, exercise, fail, require_callable
 
 
 @exercise("ch3-ex1")
-def rows_read(answer: Callable[[int, int], Any]) -> str:
-    """``answer(n, k)``: how many distinct table rows a sequence of ``n`` tokens reads.
+def rows_read(
+    answer: Callable[[int, int], Any], first_full: Any, *, span: int = 24
+) -> str:
+    """``answer(n, k)``: how many distinct table rows a sequence of ``n`` tokens reads;
+    ``first_full``: the shortest sequence that reads all ``2k`` rows of a table of
+    span ``span`` (the book: 24).
     """
     function = require_callable(answer, "a function of (n, k)")
     for k in (3, 8):
@@ -36,7 +40,15 @@ def rows_read(answer: Callable[[int, int], Any]) -> str:
                     "from -(n - 1) to n - 1"
                 )
             fail(f"f({n}, {k}) = {got:g} rows; count the distinct values of the index")
-    return "min(2n - 1, 2k) for every n <= 20, k in (3, 8)."
+    shortest = as_number(first_full, "a number of tokens")
+    if shortest == span:
+        fail(f"{span} tokens have 2 * {span} - 1 distances: one row is still unread")
+    if shortest != span + 1:
+        fail(
+            f"{shortest:g} tokens: find the smallest n whose rows_read(n, {span}) "
+            f"reaches 2 * {span}"
+        )
+    return "min(2n - 1, 2k) for every n <= 20, k in (3, 8); k + 1 tokens fill it."
 
 
 @exercise("ch3-ex2")

@@ -77,9 +77,10 @@ def where_paper_and_code_agree(answer: Any) -> str:
 
 
 @exercise("ch4-ex3")
-def c2p_only_scale(answer: Any) -> str:
-    """The scale of a module with only the c2p term, head width ``d = 4``."""
-    scale, d = as_number(answer, "the scale, a float"), 4
+def c2p_only_scale(answer: Any, *, head_size: int = 64, heads: int = 12) -> str:
+    """The scale of a module with only the c2p term, of ``heads`` heads of width
+    ``head_size`` (the book: 12 heads of 64, hidden size 768)."""
+    scale, d = as_number(answer, "the scale, a float"), head_size
     if math.isclose(scale, 1 / math.sqrt(3 * d)):
         fail("1/sqrt(3d) is the scale with both position terms (s = 3)")
     if math.isclose(scale, 1 / math.sqrt(d)):
@@ -87,7 +88,8 @@ def c2p_only_scale(answer: Any) -> str:
     if math.isclose(scale, math.sqrt(2 * d)):
         fail("the scores are multiplied by the scale, 1 / sqrt(s d), not by sqrt(s d)")
     if not math.isclose(scale, 1 / math.sqrt(2 * d)):
-        fail(f"{scale:g} is not 1 / sqrt(s d) for s = 1 + number of position terms")
+        fail(f"{scale:g} is not 1 / sqrt(s d) for s = 1 + number of position terms "
+             f"and d the width of one head ({heads} heads, hidden size {heads * d})")
     return "1 / sqrt(2d): c2c plus one position term."
 
 

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import torch
 
 from relpos.schemes import alibi_bias, alibi_slopes, relative_distances, t5_bucket
-from ._core import as_tensor, call, exercise, fail, require_callable
+from ._core import as_number, as_tensor, call, exercise, fail, require_callable
 
 #: Head counts the slopes are checked at: powers of two and others.
 ALIBI_HEADS = tuple(range(1, 17)) + (20, 24, 32, 48, 64)
@@ -34,8 +34,11 @@ def _same(got: torch.Tensor, expected: torch.Tensor) -> bool:
 
 
 @exercise("ch8-ex1")
-def alibi_slopes_from_the_formula(answer: Callable[[int], Any]) -> str:
-    """``answer(h)``: ALiBi's slopes for ``h`` heads, at every count in ``ALIBI_HEADS``.
+def alibi_slopes_from_the_formula(
+    answer: Callable[[int], Any], last_slope: Any, *, heads: int = 12
+) -> str:
+    """``answer(h)``: ALiBi's slopes for ``h`` heads, at every count in ``ALIBI_HEADS``;
+    ``last_slope``: the slope of the last of ``heads`` heads (the book: 12).
 
     Compared with ``relpos.schemes.alibi_slopes`` to a relative 1e-6, so an
     answer computed in float32 passes.
@@ -44,6 +47,7 @@ def alibi_slopes_from_the_formula(answer: Callable[[int], Any]) -> str:
         answer(h): ``(h,)``
     """
     function = require_callable(answer, "a function of num_heads, such as my_slopes")
+    asked = heads
     for heads in ALIBI_HEADS:
         what = f"my_slopes({heads})"
         got = as_tensor(call(function, heads, what=what), "a list or tensor of slopes")
@@ -68,12 +72,30 @@ def alibi_slopes_from_the_formula(answer: Callable[[int], Any]) -> str:
         head = int((~torch.isclose(got, expected, rtol=1e-6, atol=0.0)).nonzero()[0])
         fail(f"{what}: head {head} has slope {float(got[head]):.6g}, which is not "
              "ALiBi's; follow the geometric series from 2^(-8/h)")
-    return f"equal to relpos.schemes.alibi_slopes for {len(ALIBI_HEADS)} head counts."
+    slope = as_number(last_slope, "a slope, a float")
+    expected = float(alibi_slopes(asked, dtype=torch.float64)[-1])
+    if not math.isclose(slope, expected, rel_tol=1e-6):
+        if math.isclose(slope, float(_naive_slopes(asked)[-1]), rel_tol=1e-6):
+            fail(f"{slope:g} is the last slope of the geometric series of {asked} "
+                 "heads; the heads past the largest power of two take every other "
+                 "slope of twice as many heads")
+        fail(f"{slope:g} is not the slope of head {asked - 1} of {asked}: evaluate "
+             "your function there")
+    return (f"equal to relpos.schemes.alibi_slopes for {len(ALIBI_HEADS)} head "
+            "counts, and at the asked one.")
 
 
 @exercise("ch8-ex2")
-def t5_bucket_from_the_formula(answer: Callable[..., Any]) -> str:
-    """``answer(rel, num_buckets, max_distance)``: T5's two-sided bucket of ``i - j``.
+def t5_bucket_from_the_formula(
+    answer: Callable[..., Any],
+    shared: Any,
+    *,
+    bucket: int = 12,
+    max_distance: int = 128,
+) -> str:
+    """``answer(rel, num_buckets, max_distance)``: T5's two-sided bucket of ``i - j``;
+    ``shared``: the distances behind the query (``i - j >= 0``) in ``bucket`` with
+    32 buckets and ``max_distance`` (the book: 12 and 128).
 
     ``rel`` holds the book's distances ``i - j`` from ``-3D`` to ``3D``
     (``D = max_distance``) as a ``torch.long`` tensor; the answer must equal
@@ -86,6 +108,7 @@ def t5_bucket_from_the_formula(answer: Callable[..., Any]) -> str:
     function = require_callable(
         answer, "a function of (rel, num_buckets, max_distance)"
     )
+    asked = bucket, max_distance
     for num_buckets, max_distance in T5_SETTINGS:
         what = f"my_bucket(rel, {num_buckets}, {max_distance})"
         rel = torch.arange(-3 * max_distance, 3 * max_distance + 1)  # (m,)
@@ -123,12 +146,34 @@ def t5_bucket_from_the_formula(answer: Callable[..., Any]) -> str:
             hint += (f". Distances |i - j| < {exact} (num_buckets // 4) each have a "
                      "bucket of their own; the log rule starts at that magnitude")
         fail(hint)
-    return f"equal to relpos.schemes.t5_bucket for {len(T5_SETTINGS)} settings."
+    bucket, max_distance = asked
+    behind = torch.arange(0, 4 * max_distance)  # (m,): i - j >= 0
+    buckets = t5_bucket(behind, num_buckets=32, max_distance=max_distance)
+    expected = behind[buckets == bucket].tolist()
+    items = as_tensor(shared, "a list of distances").flatten().tolist()
+    if sorted(items) != expected:
+        if sorted(-x for x in items) == expected:
+            fail("those are keys ahead (i - j < 0); the question asks for the "
+                 "distances behind the query, i - j >= 0")
+        fail(f"those are not the distances behind the query in bucket {bucket} "
+             f"with 32 buckets and max_distance={max_distance}: run your function "
+             "on torch.arange(0, 4 * max_distance) and keep those in the bucket")
+    return (f"equal to relpos.schemes.t5_bucket for {len(T5_SETTINGS)} settings; "
+            f"bucket {bucket} holds {len(expected)} distances.")
 
 
 @exercise("ch8-ex3")
-def bloom_bias(answer: Callable[[int, int], Any]) -> str:
-    """``answer(n, h)``: BLOOM's causal ALiBi bias ``slope_h * j``, keys ahead ``-inf``.
+def bloom_bias(
+    answer: Callable[[int, int], Any],
+    shift: Any,
+    *,
+    heads: int = 12,
+    head: int = 3,
+    query: int = 9,
+) -> str:
+    """``answer(n, h)``: BLOOM's causal ALiBi bias ``slope_h * j``, keys ahead ``-inf``;
+    ``shift``: BLOOM's bias minus ALiBi's on the row of ``query`` in head ``head`` of
+    ``heads`` (the book: 12, 3, 9), the same for every key at or behind it.
 
     Checked entry by entry for a few ``n`` and head counts; the probabilities
     it gives are then the same as ALiBi's ``-slope_h * (i - j)``.
@@ -137,6 +182,7 @@ def bloom_bias(answer: Callable[[int, int], Any]) -> str:
         answer(n, h): ``(h, n, n)``
     """
     function = require_callable(answer, "a function of (n, num_heads)")
+    asked = heads, head, query
     for n, heads in ((1, 2), (6, 4), (9, 12)):
         what = f"bloom_bias({n}, {heads})"
         got = as_tensor(call(function, n, heads, what=what), "a tensor").double()
@@ -161,7 +207,16 @@ def bloom_bias(answer: Callable[[int, int], Any]) -> str:
         if torch.allclose(got, flipped.masked_fill(ahead, float("-inf"))):
             fail("the sign is flipped: BLOOM adds +slope * j, so later keys get more")
         fail(f"{what}: entry (h, i, j) with j <= i should be slope_h * j")
-    return "slope * j differs from -slope * (i - j) by slope * i, fixed per row."
+    heads, head, query = asked
+    expected = float(alibi_slopes(heads, dtype=torch.float64)[head]) * query
+    got = as_number(shift, "a number, the difference of the two biases")
+    if not math.isclose(got, expected, rel_tol=1e-6):
+        if math.isclose(got, -expected, rel_tol=1e-6):
+            fail("the sign is flipped: take BLOOM's bias minus ALiBi's")
+        fail(f"{got:g} is not BLOOM's bias minus ALiBi's on row {query} of head "
+             f"{head} of {heads}: subtract the two at any key j <= {query}")
+    return ("slope * j differs from -slope * (i - j) by slope * i, fixed per row; "
+            "the softmax removes it.")
 
 
 __all__ = ["ALIBI_HEADS", "T5_SETTINGS"]

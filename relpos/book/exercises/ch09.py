@@ -139,8 +139,15 @@ def far_task_with_a_wider_window(smallest_k: Any, run: Any, *, config: Any) -> s
     )
 
 
-def _fewest(sweep: dict[str, Any], task: str, length: int, field: str) -> dict:
-    """For each scheme, the smallest training size whose ``field`` reaches 90%."""
+def _fewest(
+    sweep: dict[str, Any],
+    task: str,
+    length: int,
+    field: str,
+    threshold: float = THRESHOLD,
+) -> dict:
+    """For each scheme, the smallest training size whose ``field`` reaches
+    ``threshold`` (default 90%)."""
     rows = [
         r
         for r in sweep["summary"]
@@ -151,15 +158,22 @@ def _fewest(sweep: dict[str, Any], task: str, length: int, field: str) -> dict:
         sizes = sorted(
             r["train_size"]
             for r in rows
-            if r["scheme"] == scheme and r[field] >= THRESHOLD
+            if r["scheme"] == scheme and r[field] >= threshold
         )
         fewest[scheme] = sizes[0] if sizes else None
     return fewest
 
 
 @exercise("ch9-ex2")
-def data_efficiency(answer: Any, *, sweep: dict[str, Any] | None = None) -> str:
-    """``{scheme: the fewest training sequences whose mean accuracy reaches 90%}``.
+def data_efficiency(
+    answer: Any,
+    *,
+    percent: int = 90,
+    multiple: int = 1,
+    sweep: dict[str, Any] | None = None,
+) -> str:
+    """``{scheme: the fewest training sequences whose mean accuracy reaches
+    percent%}`` at ``multiple`` times the training length (the book: 90% at L).
 
     On the relative task at the training length, in the encoder setting, from
     the protocol's stored sweep (or from ``sweep``, a dict of the same form; a schema-1
@@ -172,8 +186,14 @@ def data_efficiency(answer: Any, *, sweep: dict[str, Any] | None = None) -> str:
     stored = results.load("protocol/sweep.json") if sweep is None else sweep
     sweep = load_sweep(stored)
     sizes = sweep["grid"]["train_size"]
-    length = int(sweep["config"]["train_length"])
-    expected = _fewest(sweep, "relative", length, "mean")
+    length = multiple * int(sweep["config"]["train_length"])
+    if length not in sweep["config"]["test_lengths"]:
+        raise ValueError(
+            f"multiple must give a test length of the sweep, "
+            f"{sweep['config']['test_lengths']}, got {multiple}"
+        )
+    level = percent / 100
+    expected = _fewest(sweep, "relative", length, "mean", level)
     if not isinstance(answer, dict):
         got = type(answer).__name__
         fail(f"the answer must be a dict {{scheme: size or None}}, got {got}")
@@ -186,24 +206,25 @@ def data_efficiency(answer: Any, *, sweep: dict[str, Any] | None = None) -> str:
         never = [s for s, n in expected.items() if n is None]
         return fit(
             f"at {min(sizes)} sequences {', '.join(efficient)} "
-            f"reach 90%; {', '.join(never) or 'no scheme'} never do.",
+            f"reach {percent}%; {', '.join(never) or 'no scheme'} never do.",
             "ch9-ex2",
         )
     longest = max(r["length"] for r in sweep["summary"])
-    if got == _fewest(sweep, "relative", longest, "mean"):
+    if length != longest and got == _fewest(sweep, "relative", longest, "mean", level):
         fail(
-            f"those are the sizes at test length {longest}; read the accuracy at the "
-            f"training length, {length}"
+            f"those are the sizes at test length {longest}; read the accuracy at "
+            f"{multiple} L, {length}"
         )
-    if got == _fewest(sweep, "relative", length, "max"):
+    if got == _fewest(sweep, "relative", length, "max", level):
         fail(
-            "those sizes are where the best seed reaches 90%; use the mean over seeds"
+            f"those sizes are where the best seed reaches {percent}%; use the mean "
+            "over seeds"
         )
     for scheme, size in expected.items():
         if got[scheme] != size:
             fail(
                 f"{scheme}: {got[scheme]!r} is not the fewest training sequences at "
-                "which its mean accuracy reaches 90% (0.9) at the training length"
+                f"which its mean accuracy reaches {percent}% at length {length}"
             )
     raise AssertionError("unreachable")  # pragma: no cover
 

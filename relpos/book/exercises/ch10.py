@@ -76,13 +76,17 @@ def first_untrained(
 
 @exercise("ch10-ex1")
 def predict_from_coverage(
-    answer: Any, *, task: str = "relative", sweep: dict[str, Any] | None = None
+    answer: Any,
+    *,
+    task: str = "relative",
+    train_length: int = PREDICT_AT,
+    sweep: dict[str, Any] | None = None,
 ) -> str:
     """``{scheme: first test length with an untrained learned entry, or None}``.
 
-    For a model trained at ``PREDICT_AT`` (not the sweep's training length,
-    whose coverage chapter 9 prints), at the sweep's multiples of the training
-    length (2L, 4L, 8L), computed from coverage alone
+    For a model trained at ``train_length`` (the book: ``PREDICT_AT``; not the
+    sweep's training length, whose coverage chapter 9 prints), at the sweep's
+    multiples of the training length (2L, 4L, 8L), computed from coverage alone
     (``relpos.book.experiments.coverage``) for every scheme of the encoder
     sweep on ``task``; the feedback sets it against the sweep's own length.
     """
@@ -106,13 +110,13 @@ def predict_from_coverage(
         n // trained for n in sweep["config"]["test_lengths"] if n > trained
     ]
     expected = {
-        s: first_untrained(s, task, PREDICT_AT, multiples) for s in schemes
+        s: first_untrained(s, task, train_length, multiples) for s in schemes
     }
     at_sweep = {s: _first_untrained(sweep, task, s) for s in schemes}
     if answer == at_sweep and at_sweep != expected:
         fail(
             f"those are the lengths of the sweep's models, trained at L = {trained} "
-            f"(chapter 9's table); the exercise trains at L = {PREDICT_AT}"
+            f"(chapter 9's table); the exercise trains at L = {train_length}"
         )
     for scheme in schemes:
         if answer[scheme] != expected[scheme]:
@@ -129,13 +133,13 @@ def predict_from_coverage(
 
     moved = [
         f"{s} ({multiple(at_sweep[s], trained)} at L = {trained}, "
-        f"{multiple(expected[s], PREDICT_AT)} at L = {PREDICT_AT})"
+        f"{multiple(expected[s], train_length)} at L = {train_length})"
         for s in schemes
-        if multiple(at_sweep[s], trained) != multiple(expected[s], PREDICT_AT)
+        if multiple(at_sweep[s], trained) != multiple(expected[s], train_length)
     ]
     if not moved:
         return fit(
-            f"at L = {PREDICT_AT} every scheme reads its first untrained entry at "
+            f"at L = {train_length} every scheme reads its first untrained entry at "
             f"the same multiple of L as at L = {trained}.",
             "ch10-ex1",
         )

@@ -29,9 +29,26 @@ SAMPLES = (
 ALPHA = 0.05
 
 
+def split_p_value(seeds: int, losses: int) -> float:
+    """The exact two-sided sign-flip p-value of ``seeds`` differences of one size,
+    ``losses`` of them negative: the share of sign patterns whose sum is at least
+    as far from zero as ``seeds - 2 losses``."""
+    observed = abs(seeds - 2 * losses)
+    far = sum(
+        math.comb(seeds, wins)
+        for wins in range(seeds + 1)
+        if abs(2 * wins - seeds) >= observed
+    )
+    return far / 2**seeds
+
+
 @exercise("ch12-ex1")
-def sign_flip_function(answer: Any) -> str:
-    """``answer(a, b)`` equals ``stats.paired_test(a, b)["p_value"]`` on samples."""
+def sign_flip_function(
+    answer: Any, p_split: Any, *, seeds: int = 10, losses: int = 2
+) -> str:
+    """``answer(a, b)`` equals ``stats.paired_test(a, b)["p_value"]`` on samples;
+    ``p_split``: its p-value for ``seeds`` differences of one size, ``losses`` of
+    them negative (the book: 10 and 2)."""
     from ..stats import paired_test
 
     function = require_callable(answer, "sign_flip_p")
@@ -47,17 +64,25 @@ def sign_flip_function(answer: Any) -> str:
             fail(f"on a = {list(a)}, b = {list(b)}: expected {expected:.4f}, got "
                  f"{float(got):.4f} (enumerate all 2**n sign patterns of the "
                  "differences, keep those whose |mean| >= the observed |mean|)")
+    expected = split_p_value(seeds, losses)
+    if not isinstance(p_split, (int, float, np.floating)) or not math.isclose(
+        float(p_split), expected, abs_tol=1e-9
+    ):
+        fail(f"p_split: {p_split!r} is not the p-value of {seeds} seeds, "
+             f"{losses} of them lost by the same margin: run your function on "
+             "such a pair of lists")
     return fit("every one of the 2**n sign patterns weighed, both tails.",
                "ch12-ex1")
 
 
-def ahead_of_absolute(sweep: dict[str, Any]) -> set[str]:
-    """The schemes above ``absolute`` at 2L with 512 sequences, p < :data:`ALPHA`."""
+def ahead_of_absolute(sweep: dict[str, Any], multiple: int = 2) -> set[str]:
+    """The schemes above ``absolute`` at ``multiple`` L (default 2) with 512
+    sequences, p < :data:`ALPHA`."""
     from ..experiments import summary_cells
     from ..stats import paired_test
 
     cells = summary_cells(sweep)
-    length = 2 * sweep["config"]["train_length"]
+    length = multiple * sweep["config"]["train_length"]
     base = cells["encoder", "relative", "absolute", 512, length]["values"]
     found = set()
     for scheme in sweep["grid"]["scheme"]:
@@ -71,12 +96,19 @@ def ahead_of_absolute(sweep: dict[str, Any]) -> set[str]:
 
 
 @exercise("ch12-ex2")
-def ahead_set(answer: Any, *, sweep: dict[str, Any] | None = None) -> str:
-    """The set of schemes ahead of ``absolute`` at 2L, paired, p < 0.05."""
+def ahead_set(
+    answer: Any, *, multiple: int = 2, sweep: dict[str, Any] | None = None
+) -> str:
+    """The set of schemes ahead of ``absolute`` at ``multiple`` L (the book: 2),
+    paired, p < 0.05."""
     from .. import results
 
     sweep = results.load("protocol/sweep.json") if sweep is None else sweep
-    expected = ahead_of_absolute(sweep)
+    short = sweep["config"]["train_length"]
+    lengths = [n // short for n in sweep["config"]["test_lengths"]]
+    if multiple not in lengths[1:]:
+        raise ValueError(f"multiple must be one of {lengths[1:]}, got {multiple!r}")
+    expected = ahead_of_absolute(sweep, multiple)
     if not isinstance(answer, (set, frozenset, list, tuple)) or not all(
         isinstance(s, str) for s in answer
     ):
@@ -88,14 +120,15 @@ def ahead_set(answer: Any, *, sweep: dict[str, Any] | None = None) -> str:
     if "absolute" in got:
         fail("absolute is the baseline: it cannot be ahead of itself")
     if got == expected:
-        return fit(f"{len(expected)} schemes are ahead of the learned table at 2L, "
+        return fit(f"{len(expected)} schemes are ahead of the learned table at "
+                   f"{multiple}L, "
                    "each in a paired test over the same ten seeds.", "ch12-ex2")
     if got < expected:
         fail("some schemes are missing: test every scheme of the sweep, seed by seed "
              "against absolute (paired_test(scheme, absolute))")
     fail("some of these are not shown ahead: keep a scheme only when its mean "
-         "difference is above 0 and its paired p-value under 0.05, at n = 2 L with "
-         "512 training sequences")
+         f"difference is above 0 and its paired p-value under 0.05, at n = {multiple} "
+         "L with 512 training sequences")
 
 
-__all__ = ["ALPHA", "SAMPLES", "ahead_of_absolute"]
+__all__ = ["ALPHA", "SAMPLES", "ahead_of_absolute", "split_p_value"]

@@ -67,12 +67,15 @@ def _within_hint(kind: str, n: int, d: int, got: int, far: torch.Tensor) -> str:
 
 
 @exercise("ch13-ex1")
-def slots_within_reach(answer: Any) -> str:
-    """``answer(kind, n, d)``: how many answer slots need no token beyond ``d`` back.
+def slots_within_reach(answer: Any, share: Any, *, n: int = 64, k: int = 8) -> str:
+    """``answer(kind, n, d)``: how many answer slots need no token beyond ``d`` back;
+    ``share``: per task, the share of the answer slots of length ``n`` that a table
+    clipped at ``k`` serves, ``d = k - 2`` (the book: 64 and 8).
 
     Compared with ``layouts.needed_distances(kind, n)`` at ``LENGTHS`` and
     ``REACHES``.
     """
+    asked = n, k
     from ..experiments.layouts import LAYOUTS, needed_distances
 
     function = require_callable(answer, "a function within(kind, n, d)")
@@ -84,13 +87,19 @@ def slots_within_reach(answer: Any) -> str:
                 got = _distance(call(function, kind, n, d, what=what), what)
                 if got != int((far <= d).sum()):
                     fail(_within_hint(kind, n, d, got, far))
-    served = ", ".join(
-        f"{kind} {int((needed_distances(kind, 64) <= REACHES[0]).sum())} of "
-        f"{len(needed_distances(kind, 64))}"
-        for kind in LAYOUTS
-    )
-    return fit(f"at n = 64, distances up to {REACHES[0]} serve {served} answer "
-               "slots: a fixed window serves a shrinking share as n grows.",
+    n, k = asked
+    if not isinstance(share, dict) or set(share) != set(LAYOUTS):
+        fail(f"share must be a dict from each task ({', '.join(LAYOUTS)}) to a "
+             f"fraction, got {share!r:.80}")
+    for kind in LAYOUTS:
+        far = needed_distances(kind, n)  # (answers,)
+        expected = float((far <= k - 2).double().mean())
+        got = as_number(share[kind], f"a fraction for {kind}")
+        if not math.isclose(got, expected, abs_tol=1e-9):
+            fail(f"share[{kind!r}] = {got:g}: divide the slots within {k - 2} back "
+                 f"(the farthest distance with a row of its own at k = {k}) by all "
+                 f"the answer slots at n = {n}")
+    return fit("a fixed window serves a shrinking share of the slots as n grows.",
                "ch13-ex1")
 
 

@@ -14,7 +14,10 @@ student to by trying values. The release then runs ``answered(label, ...)``
 (the answers exist and have a form the check accepts) and the grader runs
 ``check(label, ...)`` between nbgrader's ``### BEGIN HIDDEN TESTS`` markers.
 A function, a class or a computed tensor keeps its visible check: no guessing
-finds one, and the hint is the feedback the student needs while writing it.
+finds one, and the hint is the feedback the student needs while writing it. So does
+the value a function exercise asks for at the student's own numbers (``"code"`` and
+``"number"`` in one visible check): its hint says only to evaluate the function
+there, which steers no one to the number.
 """
 
 from __future__ import annotations
@@ -55,13 +58,13 @@ def _hidden(answers: tuple[str, ...], described: str) -> Grading:
 
 CODE, NUMBER = ("code",), ("number",)
 GRADING: dict[str, Grading] = {
-    "ch1-ex1": _visible(CODE, "a function"),
+    "ch1-ex1": _visible(CODE + NUMBER, "a function and a number of pairs"),
     "ch1-ex2": _visible(CODE, "a tensor of rows"),
     "ch1-ex3": _hidden(CODE + NUMBER, "a tensor and a row number"),
     "ch2-ex1": _hidden(NUMBER, "seven row numbers"),
-    "ch2-ex2": _visible(CODE, "a function"),
+    "ch2-ex2": _visible(CODE + NUMBER, "a function and a number of pairs"),
     "ch2-ex3": _hidden(CODE + NUMBER, "a function and a number of rows"),
-    "ch3-ex1": _visible(CODE, "a function"),
+    "ch3-ex1": _visible(CODE + NUMBER, "a function and a sequence length"),
     "ch3-ex2": _hidden(NUMBER, "a sequence length"),
     "ch3-ex3": _hidden(NUMBER, "a norm"),
     "ch4-ex1": _visible(CODE, "a function"),
@@ -77,9 +80,9 @@ GRADING: dict[str, Grading] = {
     "ch7-ex1": _visible(CODE, "a function"),
     "ch7-ex2": _visible(CODE, "a tensor of context vectors"),
     "ch7-ex3": _visible(CODE, "a module"),
-    "ch8-ex1": _visible(CODE, "a function"),
-    "ch8-ex2": _visible(CODE, "a function"),
-    "ch8-ex3": _visible(CODE, "a function"),
+    "ch8-ex1": _visible(CODE + NUMBER, "a function and a slope"),
+    "ch8-ex2": _visible(CODE + NUMBER, "a function and a list of distances"),
+    "ch8-ex3": _visible(CODE + NUMBER, "a function and a bias difference"),
     "ch9-ex1": _hidden(NUMBER + CODE, "a span and a trained run"),
     "ch9-ex2": _hidden(NUMBER, "a table of training sizes"),
     "ch10-ex1": _hidden(NUMBER, "a table of test lengths"),
@@ -87,9 +90,9 @@ GRADING: dict[str, Grading] = {
     "ch10-ex3": _hidden(NUMBER, "a table of accuracy differences"),
     "ch11-ex1": _visible(CODE, "a function"),
     "ch11-ex2": _hidden(NUMBER, "a table of bits-per-byte differences"),
-    "ch12-ex1": _visible(CODE, "a function"),
+    "ch12-ex1": _visible(CODE + NUMBER, "a function and a p-value"),
     "ch12-ex2": _hidden(NUMBER, "a set of schemes"),
-    "ch13-ex1": _visible(CODE, "a function"),
+    "ch13-ex1": _visible(CODE + NUMBER, "a function and a table of shares"),
     "ch13-ex2": _hidden(NUMBER + NUMBER, "two exact-match probabilities"),
 }
 

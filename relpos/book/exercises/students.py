@@ -35,12 +35,24 @@ def _but(values: range | tuple[int, ...], book: int) -> tuple[int, ...]:
 
 # label -> keyword -> the values a variant draws from (the book's value excluded).
 CHOICES: dict[str, dict[str, tuple[int, ...]]] = {
+    # n - m >= 8: never the book's count, 10 - 3
+    "ch1-ex1": {"n": tuple(range(15, 41)), "m": _but(range(1, 8), 3)},
     "ch1-ex2": {"n": (8, 9, 10, 11, 12), "k": (2, 3, 5)},
     "ch1-ex3": {"behind": tuple(range(3, 12))},
     "ch2-ex1": {"k": (96, 128, 160, 192, 256, 320, 384, 448, 640, 768, 1024)},
+    "ch2-ex2": {
+        "n": _but(range(60, 201, 10), 100),
+        "k": (8, 16, 20, 24, 40, 48, 56),  # n - k is never the book's 68
+    },
     "ch2-ex3": {"k": _but(range(2, 13), 4)},
+    "ch3-ex1": {"span": _but(range(5, 101), 24)},
     "ch3-ex3": {"hidden": (64, 96, 128, 192, 256, 384, 512, 640, 1024, 1536)},
     "ch3-ex2": {"gib": _but(range(4, 97, 4), 16)},
+    # the scale depends on the head's width alone, shown as heads and a hidden size
+    "ch4-ex3": {
+        "head_size": (16, 24, 32, 40, 48, 80, 96, 112, 128),
+        "heads": (2, 4, 6, 8, 16),
+    },
     "ch5-ex2": {"n": (4, 6, 7, 8), "k": (1, 3, 4), "d": (2, 4, 5), "masked": (1, 3)},
     "ch6-ex1": {
         "n": _but(range(500, 2001, 50), 1000),
@@ -48,6 +60,24 @@ CHOICES: dict[str, dict[str, tuple[int, ...]]] = {
     },
     "ch6-ex2": {"buckets": (64, 128, 192), "max_position": (256, 1024, 2048)},
     "ch6-ex3": {"n": _but(range(1024, 4097, 128), 2048)},
+    # heads that are not a power of two: the last head is an interleaved one
+    "ch8-ex1": {"heads": tuple(h for h in range(3, 49) if h & (h - 1) and h != 12)},
+    # buckets of the log range of 32 buckets (8 exact, 15 collects the rest)
+    "ch8-ex2": {"bucket": (9, 10, 11, 13, 14), "max_distance": (64, 96, 256, 512)},
+    "ch8-ex3": {
+        "heads": (4, 6, 8, 10, 16, 20, 24),
+        "head": (0, 1, 2),
+        "query": _but(range(5, 41), 9),
+    },
+    # the stored sweeps: another threshold, another length (chapter 11 states 16 L's)
+    # at L every level but 99% gives the book's answer: read 2L
+    "ch9-ex2": {"percent": (60, 70, 80, 95, 99), "multiple": (2,)},
+    # never chapter 9's 32, whose coverage the chapter prints
+    "ch10-ex1": {"train_length": (8, 12, 20, 24, 40, 48)},
+    "ch11-ex2": {"multiple": (4, 8)},
+    "ch12-ex1": {"seeds": (6, 7, 8, 9, 11, 12, 13, 14), "losses": (0, 1, 3)},
+    "ch12-ex2": {"multiple": (4, 8)},
+    "ch13-ex1": {"n": _but(range(20, 97), 64), "k": _but(range(5, 17), 8)},
     # n = 31 and 32 both hold the book's m = 15 answer slots
     "ch13-ex2": {"n": tuple(n for n in range(12, 65) if (n - 1) // 2 != 15)},
 }
