@@ -13,6 +13,7 @@ import inspect
 import math
 import numbers
 import re
+import textwrap
 from typing import Any, Callable, NoReturn
 
 import torch
@@ -97,7 +98,21 @@ def check(label: str, *answers: Any, **given: Any) -> None:
         note = function(*answers, **given)
     except ExerciseError as error:
         raise ExerciseError(f"{label}: not yet. {error}") from None
-    print(f"{label}: correct. {note}")
+    print(_fitted(f"{label}: correct. {note}"))
+
+
+#: The widest line a note prints: what a page's code column shows unscrolled.
+NOTE_WIDTH = 88
+
+
+def _fitted(text: str) -> str:
+    """``text`` with every line longer than :data:`NOTE_WIDTH` broken between words
+    (a line that fits is kept as written)."""
+    return "\n".join(
+        textwrap.fill(line, NOTE_WIDTH, break_long_words=False, break_on_hyphens=False)
+        if len(line) > NOTE_WIDTH else line
+        for line in text.splitlines()
+    )
 
 
 def _takes(function: Callable[..., str]) -> str:
