@@ -53,12 +53,10 @@ student-site: $(SITE_ENV)
 # (slow and fast in one run, then two files of slow unit tests, UNIT_DECODING).
 # Each lane runs every suite (-k) and fails if one fails, on one thread
 # (OMP_NUM_THREADS=1: two lanes of two threads each would share two cores). On a
-# clean clone on a 2-core AMD EPYC (2026-12-06, commit 750dfc7), one thread a lane,
-# torch's inductor cache empty, nothing else running: site 9.4, colab 6.6, decoding
-# 4.3; unit-main 18.8, grading 3.5 (minutes); 24.0 minutes with the install. Since
-# then: packing compiled on one module (about -2.2), each varied chapter's problem
-# set run once, not twice (about -1.2), and grading and decoding have swapped lanes
-# to even them. That is still above the 15 minutes make test is meant to stay under.
+# clean clone on a 2-core AMD EPYC (2026-12-06, commit 2b0e670), one thread a lane,
+# torch's inductor cache empty, nothing else running: site 8.9, colab 6.8, grading
+# 5.0 (20.6 in all); unit-main 17.5, decoding 2.9 (20.4); 23.3 minutes with the
+# install. That is above the 15 minutes make test is meant to stay under.
 # The stored notebooks are
 # checked inside `colab`: each chapter runs once, alone, under nbval there (`make
 # notebooks` runs nbval here, in .venv, without the Colab part).
