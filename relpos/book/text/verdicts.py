@@ -100,7 +100,7 @@ def kept_advantage(result: dict[str, Any]) -> dict[str, list[float]]:
 
 
 def _names(schemes: list[str]) -> str:
-    return ", ".join(schemes) if schemes else "none"
+    return ", ".join(schemes) if schemes else "no scheme"
 
 
 def _why(failed: list[str]) -> str:

@@ -212,7 +212,8 @@ def claim_verdict(
 
 def _names(verdicts: Mapping[str, Mapping[str, str]], word: str) -> str:
     found = [s for s, v in verdicts.items() if v["verdict"] == word]
-    return ", ".join(found) if found else "none"
+    # "no scheme", never "none": that is the name of the arm without positions
+    return ", ".join(found) if found else "no scheme"
 
 
 def _points(value: float) -> str:
