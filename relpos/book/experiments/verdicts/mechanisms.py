@@ -273,18 +273,12 @@ def fire_settings(sweep: dict[str, Any]) -> dict[str, Any]:
     ``fire-quarter`` rises at most :data:`FIRE_BPB`; ``qualified`` when shown
     but it rises more; ``fails`` otherwise.
     """
-    test = _rise_test(rises(sweep, "fire"), rises(sweep, "fire-quarter"))
-    small = statistics.fmean(test["b_values"]) <= FIRE_BPB
-    verdict = "fails" if shown(test) <= 0 else "holds" if small else "qualified"
-    record = make_record(
-        FIRE_SETTINGS.id, FIRE_SETTINGS.chapter, FIRE_SETTINGS.claim, verdict,
-        _rises_text(test, "threshold from L", "threshold from L / 4"),
-        (T5_FILES[64], ["runs"]),
-        [x - y for x, y in zip(test["a_values"], test["b_values"])],
-        intervention="FIRE's threshold starting at L / 4 (Li et al.'s code: 512 at "
-        "a training length of 2048) instead of L; each arm tuned; same seeds",
+    return _rise_record(
+        FIRE_SETTINGS, rises(sweep, "fire"), rises(sweep, "fire-quarter"), FIRE_BPB,
+        ("threshold from L", "threshold from L / 4"), T5_FILES[64],
+        "FIRE's threshold starting at L / 4 (Li et al.'s code: 512 at a training "
+        "length of 2048) instead of L; each arm tuned; same seeds",
     )
-    return _with_design(record, FIRE_SETTINGS)
 
 
 def t5_last_bucket(ending_at_l: dict[str, Any], shorter: dict[str, Any]) -> dict:
@@ -295,18 +289,41 @@ def t5_last_bucket(ending_at_l: dict[str, Any], shorter: dict[str, Any]) -> dict
     :data:`FLAT_BPB`; ``qualified`` when shown but the shorter arm rises more;
     ``fails`` otherwise.
     """
-    test = _rise_test(rises(ending_at_l), rises(shorter))
-    flat = statistics.fmean(test["b_values"]) <= FLAT_BPB
-    verdict = ("fails" if shown(test) <= 0 else "holds" if flat else "qualified")
-    record = make_record(
-        T5_LAST_BUCKET.id, T5_LAST_BUCKET.chapter, T5_LAST_BUCKET.claim, verdict,
-        _rises_text(test, "buckets ending at L", "ending at L / 2"),
-        (T5_FILES[32], ["runs"]),
-        [x - y for x, y in zip(test["a_values"], test["b_values"])],
-        intervention="T5's buckets ending at L / 2 instead of L; each arm tuned "
-        "on validation text at L; same seeds and corpus",
+    return _rise_record(
+        T5_LAST_BUCKET, rises(ending_at_l), rises(shorter), FLAT_BPB,
+        ("buckets ending at L", "ending at L / 2"), T5_FILES[32],
+        "T5's buckets ending at L / 2 instead of L; each arm tuned on validation "
+        "text at L; same seeds and corpus",
     )
-    return _with_design(record, T5_LAST_BUCKET)
+
+
+def _rise_record(
+    design: Design,
+    as_run: dict[int, float],
+    changed: dict[int, float],
+    bound: float,
+    names: tuple[str, str],
+    evidence: str,
+    intervention: str,
+) -> dict[str, Any]:
+    """The record of a text intervention judged on the rise from L to 16L:
+    ``holds`` when the paired difference of the rises (as run minus changed) is
+    shown above zero and the changed arm rises at most ``bound`` bits per byte;
+    ``qualified`` when shown but it rises more; ``fails`` otherwise.
+
+    Shapes:
+        as_run, changed: seed -> rise; output: a record dict
+    """
+    test = _rise_test(as_run, changed)
+    small = statistics.fmean(test["b_values"]) <= bound
+    verdict = "fails" if shown(test) <= 0 else "holds" if small else "qualified"
+    record = make_record(
+        design.id, design.chapter, design.claim, verdict,
+        _rises_text(test, *names), (evidence, ["runs"]),
+        [x - y for x, y in zip(test["a_values"], test["b_values"])],
+        intervention=intervention,
+    )
+    return _with_design(record, design)
 
 
 #: The rules of the interventions of ``FILE``: name -> (record id, rule).
