@@ -156,7 +156,7 @@ def mqar_rates(result: dict[str, Any]) -> dict[str, Any]:
         f"At L, paired over the seeds: " + "; ".join(describe(c) for c in tests)
         + ". Seeds below " + percent(STRANDED) + ": "
         + ", ".join(f"{rate:g} {count}" for rate, count in stranded.items()) + ".",
-        (f"{FOLDER}/{FILE}", ["interventions", name]),
+        (f"{FOLDER}/{FILE}", ["interventions"]),
         differences(best),
         intervention=result["interventions"][name]["change"],
     )
@@ -195,7 +195,7 @@ def sinusoid_one_rate(result: dict[str, Any]) -> dict[str, Any]:
         f"Every arm at {', '.join(f'{x:g}' for x in rate)}, {size} sequences, at L: "
         + "; ".join(describe(c) for c in tests) + ". Only the learned factor differs "
         "between the sinusoids.",
-        (f"{FOLDER}/{FILE}", ["interventions", name]),
+        (f"{FOLDER}/{FILE}", ["interventions"]),
         differences(best),
         intervention=result["interventions"][name]["change"],
     )
@@ -223,7 +223,7 @@ def deberta_reach(result: dict[str, Any]) -> dict[str, Any]:
         DEBERTA_REACH.id, DEBERTA_REACH.chapter, DEBERTA_REACH.claim, verdict,
         f"k = {large} against k = {small}, paired over the seeds: "
         + "; ".join(f"n = {n}: {describe(c)}" for n, c in zip(lengths, tests)) + ".",
-        (f"{FOLDER}/{FILE}", ["interventions", name]),
+        (f"{FOLDER}/{FILE}", ["interventions"]),
         differences(at_l),
         intervention=result["interventions"][name]["change"],
     )
