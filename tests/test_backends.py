@@ -43,16 +43,20 @@ def registry():
 def test_builtin_backends_are_registered():
     # Each name builds a module that computes the same context; others are refused.
     assert relpos.BACKENDS is BACKENDS
+    # float64: flex runs its score_mod uncompiled (compiling takes seconds; the
+    # compiled kernel has its own tests, test_flex_lengths and test_causal).
     torch.manual_seed(0)
-    x, table = torch.randn(2, 6, 16), torch.randn(8, 16)
-    reference = DisentangledSelfAttention(16, 2, max_relative_positions=4).eval()
+    x = torch.randn(2, 6, 16, dtype=torch.float64)
+    table = torch.randn(8, 16, dtype=torch.float64)
+    reference = DisentangledSelfAttention(16, 2, max_relative_positions=4)
+    reference = reference.double().eval()
     with torch.no_grad():
         expected = reference(x, rel_embeddings=table)
         for name in ("naive", "gather", "flex"):
             assert name in BACKENDS
             module = DisentangledSelfAttention(
                 16, 2, max_relative_positions=4, backend=name
-            ).eval()
+            ).double().eval()
             module.load_state_dict(reference.state_dict())
             got = module(x, rel_embeddings=table)
             torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)

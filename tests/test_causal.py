@@ -42,11 +42,14 @@ F64 = torch.float64
 HIDDEN, HEADS = 16, 2
 BACKENDS = tuple(relpos.BACKENDS)
 LENGTHS = (5, 8, 24)  # flex's CPU kernel is padded at 8 and 24 (8 mod 16)
-# The kernels' agreement in each dtype, at the lengths it is checked: float64 at
-# every length (flex runs torch's uncompiled reference there), float32 at 24 alone
-# (the compiled CPU kernel, one compile per module and shape; 5, 8 and 24 all pad
-# to a multiple of 16, so 24 covers the padded kernel, and it spans two blocks).
-AGREE = [(F64, n) for n in LENGTHS] + [(torch.float32, 24)]
+# The kernels' agreement in each dtype, at the lengths and paddings it is checked:
+# float64 at every length, with and without padding (flex runs torch's uncompiled
+# reference there, on the same score_mod and mask); float32 at 24 with padding
+# alone: the compiled CPU kernel, one compile (seconds) per module and shape. 5, 8
+# and 24 all pad to a multiple of 16, so 24 covers the padded kernel, and it spans
+# two blocks; the padded batch reads every term the unpadded one does, and the mask.
+AGREE = [(F64, n, masked) for n in LENGTHS for masked in (False, True)]
+AGREE += [(torch.float32, 24, True)]
 #: The schemes of the every-scheme agreement: those with no input shared by a
 #: stack (DeBERTa's table has its own test, over its spans, with the table passed).
 PLAIN = [name for name, r in REGISTRY.items() if r.shared is None]
@@ -160,8 +163,7 @@ def test_the_output_up_to_i_ignores_what_comes_after_i(kind, name, backend, n):
 
 
 @pytest.mark.parametrize("span", DEBERTA_SPANS)
-@pytest.mark.parametrize("dtype, n", AGREE)
-@pytest.mark.parametrize("masked", [False, True])
+@pytest.mark.parametrize("dtype, n, masked", AGREE)
 def test_naive_gather_flex_agree_for_causal_deberta(span, n, masked, dtype):
     x = _inputs(3, n, dtype)
     mask = _padding(n) if masked else None
@@ -181,8 +183,7 @@ def test_naive_gather_flex_agree_for_causal_deberta(span, n, masked, dtype):
 
 
 @pytest.mark.parametrize("kind", PLAIN)
-@pytest.mark.parametrize("dtype, n", AGREE)
-@pytest.mark.parametrize("masked", [False, True])
+@pytest.mark.parametrize("dtype, n, masked", AGREE)
 def test_naive_gather_flex_agree_for_every_scheme(kind, n, masked, dtype):
     x = _inputs(3, n, dtype)
     mask = _padding(n) if masked else None

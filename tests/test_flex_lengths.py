@@ -1,4 +1,4 @@
-"""flex at every residue of the sequence length modulo 16, against gather.
+"""flex at lengths below, at and 8 past a multiple of 16, against gather.
 
 torch 2.13's compiled CPU FlexAttention kernel returns wrong numbers when the
 length is 8 more than a multiple of 16 (n = 8, 24, 40 ...), even with no
@@ -24,7 +24,9 @@ def _pair(n_heads: int = 4, hidden: int = 32, **settings) -> tuple:
     return gather, flex
 
 
-@pytest.mark.parametrize("n", [5, 8, 16, 24, 40])
+# 5, 8 and 16 pad to one kernel of 16, 24 to 32 (a residue of 8, across two blocks
+# of 16): each new padded length compiles a kernel (seconds on the CPU).
+@pytest.mark.parametrize("n", [5, 8, 16, 24])
 def test_flex_equals_gather_at_every_length_residue(n):
     gather, flex = _pair(max_relative_positions=8)
     x = torch.randn(2, n, 32)

@@ -3,38 +3,47 @@
 A launch button opens one notebook by itself, with nothing of the repository
 beside it, in a Python that has torch, numpy, matplotlib and a kernel but not
 relpos. This module builds such a Python (``.venv-colab``, kept between runs and
-rebuilt when constraints.txt changes), then for each chapter:
+rebuilt when constraints.txt changes), then:
 
-- uninstalls relpos there and checks that it is really gone;
-- runs ``tools/run_as_colab.py --compare book/sanitize.cfg``: the notebook copied
-  alone into an empty folder, its setup cell pointed at this clone's HEAD commit
-  (``git+file://...@SHA``, so the committed state of the checkout is what gets
-  installed), every cell executed top to bottom by nbval, and every output
-  compared with the stored one (the stored notebooks' test: ``make test`` runs
-  each chapter once, here, instead of once here and once more under nbval in the
-  developer's environment; ``make notebooks`` still runs that alone);
-- checks that the setup cell left torch, numpy and matplotlib as they were.
+- the setup cell, where relpos is missing (``colab_relpos``, once): relpos is
+  uninstalled and checked to be gone; the setup cell's own code, its REPO_URL
+  pointed at this clone's HEAD commit (``git+file://...@SHA``, so the committed
+  state of the checkout is what gets installed), runs in an empty folder; relpos
+  then imports there, from the installed wheel, and torch, numpy and matplotlib are
+  as they were. Every chapter's setup cell is this same code
+  (``tests/test_book_config.py`` checks each against ``tools/set_repo_url.py``), so
+  it is installed once, not once per chapter (about 8 s of CPU each);
+- each chapter (``tools/run_as_colab.py --compare book/sanitize.cfg``): the
+  notebook copied alone into an empty folder, every cell executed top to bottom by
+  nbval with that relpos installed (its setup cell then finds relpos and does
+  nothing, as after the README's commands), and every output compared with the
+  stored one (the stored notebooks' test: ``make test`` runs each chapter once, here,
+  instead of once here and once more under nbval in the developer's environment;
+  ``make notebooks`` still runs that alone); torch, numpy and matplotlib are checked
+  unchanged after each chapter too.
 
 pip resolves relpos's dependencies under constraints.txt (``PIP_CONSTRAINT``), so
 the run is repeatable; the mechanism is the one a student's notebook uses. The
 environment also has pytest and nbval, the harness that runs the notebook; no
-chapter imports them. Naming
-the commit makes the reference immutable, so pip builds relpos's wheel for the
-first chapter and takes it from its cache for the others (about 25 seconds saved
-per chapter); every chapter still installs it anew.
+chapter imports them.
 """
 
 from __future__ import annotations
 
 import json
+import io
 import os
 import subprocess
+import tarfile
 import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+import set_repo_url  # noqa: E402
+
 ENV = ROOT / ".venv-colab"
 PYTHON = ENV / "bin" / "python"
 STAMP = ENV / ".installed"
@@ -94,15 +103,51 @@ def _versions(python: Path) -> dict[str, str]:
     return json.loads(_check(_run([str(python), "-c", code]), "reading versions"))
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
-def test_chapter_runs_alone_as_on_colab(
-    colab_python: Path, head_commit: str, chapter: Path, tmp_path: Path
-):
+@pytest.fixture(scope="session")
+def colab_relpos(colab_python: Path, head_commit: str, tmp_path_factory) -> str:
+    """relpos installed by the setup cell's own code where it was missing; the
+    versions of what Colab provides, unchanged by it."""
+    folder = tmp_path_factory.mktemp("setup-cell")
     _run([str(colab_python), "-m", "pip", "uninstall", "-y", "-q", "relpos"])
-    gone = _run([str(colab_python), "-c", "import relpos"], cwd=tmp_path)
+    gone = _run([str(colab_python), "-c", "import relpos"], cwd=folder)
     assert gone.returncode != 0, "relpos is still importable before the setup cell runs"
     before = _versions(colab_python)
+    setup = set_repo_url.SETUP_CELL.format(url=head_commit)
+    ran = _run([str(colab_python), "-c", setup], cwd=folder)
+    assert ran.returncode == 0, f"the setup cell failed:\n{ran.stdout}\n{ran.stderr}"
+    where = _run([str(colab_python), "-c", "import relpos; print(relpos.__file__)"],
+                 cwd=folder)
+    assert where.returncode == 0, "the setup cell did not leave relpos installed"
+    assert "site-packages" in where.stdout, where.stdout  # the wheel, not the clone
+    assert _versions(colab_python) == before, "the setup cell changed a package Colab provides"
+    return where.stdout.strip()
 
+
+def test_the_setup_cell_installs_this_commit(colab_relpos: str):
+    """The relpos the chapters run on is HEAD's: every module of the package in
+    the commit is installed, byte for byte (``git archive HEAD relpos``)."""
+    installed = Path(colab_relpos).parent
+    archive = subprocess.run(
+        ["git", "archive", "HEAD", "relpos"], cwd=ROOT, capture_output=True, check=True
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        modules = [m for m in tar.getmembers() if m.name.endswith(".py")]
+        assert len(modules) > 50, [m.name for m in modules]
+        differ = [
+            m.name
+            for m in modules
+            if tar.extractfile(m).read()
+            != (installed / Path(m.name).relative_to("relpos")).read_bytes()
+        ]
+    assert not differ, f"installed modules that are not HEAD's: {differ}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_runs_alone_as_on_colab(
+    colab_python: Path, colab_relpos: str, head_commit: str, chapter: Path,
+    tmp_path: Path,
+):
+    before = _versions(colab_python)
     result = _run(
         [
             str(colab_python),
@@ -117,10 +162,7 @@ def test_chapter_runs_alone_as_on_colab(
     )
     assert result.returncode == 0, f"{result.stdout}\n{result.stderr[-3000:]}"
     assert "ran alone, top to bottom, every output as stored" in result.stdout
-
-    installed = _run([str(colab_python), "-c", "import relpos"], cwd=tmp_path)
-    assert installed.returncode == 0, "the setup cell did not leave relpos installed"
-    assert _versions(colab_python) == before, "the setup cell changed a package Colab provides"
+    assert _versions(colab_python) == before, "the chapter changed a package Colab provides"
 
 
 def test_a_failing_cell_is_named(colab_python: Path, tmp_path: Path):
