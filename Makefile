@@ -10,7 +10,18 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-PIP_INSTALL := $(BIN)/python -m pip install --quiet -c constraints.txt
+# uv installs into .venv (a clean install takes seconds; pip's took minutes, the
+# largest step of a clean `make test`). uv reads no pip configuration, so pip's
+# find-links (where a machine keeps wheels, such as torch's CPU build) and extra
+# index are passed on from pip's variables or its configuration.
+UV_VERSION := 0.13.9
+PIP_CONFIG = $(shell $(PYTHON) -m pip config get global.$(1) 2>/dev/null)
+FIND_LINKS ?= $(or $(PIP_FIND_LINKS),$(call PIP_CONFIG,find-links))
+EXTRA_INDEX ?= $(PIP_EXTRA_INDEX_URL)
+PIP_INSTALL := $(BIN)/uv pip install --quiet --python $(BIN)/python -c constraints.txt \
+	$(addprefix --find-links ,$(FIND_LINKS)) \
+	$(addprefix --extra-index-url ,$(EXTRA_INDEX)) \
+	$(if $(EXTRA_INDEX),--index-strategy unsafe-best-match)
 SITE_ENV := $(VENV)/.installed-site
 STUDENT_ENV := $(VENV)/.installed-student
 TEST_ENV := $(VENV)/.installed-test
@@ -23,17 +34,19 @@ env: $(TEST_ENV)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(SITE_ENV): pyproject.toml constraints.txt | $(BIN)/python
+$(BIN)/uv: | $(BIN)/python
+	$(BIN)/python -m pip install --quiet uv==$(UV_VERSION)
+
+$(SITE_ENV): pyproject.toml constraints.txt | $(BIN)/uv
 	$(PIP_INSTALL) -e ".[site]"
 	touch $@
 
-$(STUDENT_ENV): pyproject.toml constraints.txt | $(BIN)/python
+$(STUDENT_ENV): pyproject.toml constraints.txt | $(BIN)/uv
 	$(PIP_INSTALL) -e ".[student]"
 	touch $@
 
-$(TEST_ENV): pyproject.toml constraints.txt | $(BIN)/python
+$(TEST_ENV): pyproject.toml constraints.txt | $(BIN)/uv
 	$(PIP_INSTALL) -e ".[site,student,test,interop,export]"
 	touch $@ $(SITE_ENV) $(STUDENT_ENV)
 
@@ -401,8 +414,7 @@ slides: $(SITE_ENV)
 # pyproject.toml now needs another version (uv prefers the output file's versions);
 # `make lock UV_ARGS=--upgrade` moves everything to the newest. torch is resolved
 # from its CPU index and pinned without the "+cpu" label, which matches both builds.
-lock: | $(BIN)/python
-	$(BIN)/python -m pip install --quiet uv
+lock: | $(BIN)/uv
 	sed 's/^torch==\([^+ ]*\)$$/torch==\1+cpu/' constraints.txt > constraints.txt.new
 	$(BIN)/uv pip compile pyproject.toml --all-extras --python $(BIN)/python \
 	    $(TORCH_CPU) --index-strategy unsafe-best-match --no-header $(UV_ARGS) \

@@ -82,12 +82,28 @@ def head_commit() -> str:
     return f"{ROOT.as_uri()}@{sha}"
 
 
+def _installer() -> list[str]:
+    """What builds .venv-colab: uv where .venv has it (as `make` installs it; seconds
+    instead of a minute), else pip. The setup cell itself always runs pip, as on
+    Colab. uv reads no pip configuration: pip's find-links are passed on."""
+    uv = Path(sys.executable).parent / "uv"
+    if not uv.exists():
+        return [str(PYTHON), "-m", "pip", "install", "-q"]
+    links = os.environ.get("PIP_FIND_LINKS") or subprocess.run(
+        [sys.executable, "-m", "pip", "config", "get", "global.find-links"],
+        capture_output=True, text=True,
+    ).stdout.strip()
+    found = [arg for link in links.split() for arg in ("--find-links", link)]
+    return [str(uv), "pip", "install", "-q", "--python", str(PYTHON),
+            "-c", str(CONSTRAINTS), *found]
+
+
 @pytest.fixture(scope="session")
 def colab_python() -> Path:
     """A fresh-enough Python with only what Colab provides."""
     if not STAMP.exists() or STAMP.stat().st_mtime < CONSTRAINTS.stat().st_mtime:
         _check(_run([sys.executable, "-m", "venv", "--clear", str(ENV)]), "venv")
-        pip = [str(PYTHON), "-m", "pip", "install", "-q"]
+        pip = _installer()
         _check(_run([*pip, "--upgrade", "pip"]), "pip upgrade")
         _check(_run([*pip, *PROVIDED]), "installing what Colab provides")
         _check(_run([*pip, *HARNESS]), "installing the harness")
