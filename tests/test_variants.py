@@ -4,12 +4,13 @@ A variant draws other numbers, never the book's, for the exercises whose answer
 is a number; the statement, the reference solution and the check call get them,
 and the check recomputes the answer from them. So the book's answers fail a
 variant's checks and two variants differ. A variant changes no code but the
-reference solutions and the check calls (test_statement_solution_and_check_get_the_
-same_numbers), so a variant's reference solutions pass its own checks when the
-solutions, given other numbers by the same edits, pass checks called with those
-numbers: tests/test_grading.py shows that for every varied exercise at once, where
-nbgrader autogrades a per-student course's reference student, whose numbers reach
-the check through ``graded_numbers`` (no notebook is run here).
+reference solutions and the check calls (``test_statement_solution_and_check_``
+``get_the_same_numbers``), so its reference solutions pass its own checks when
+the solutions, given other numbers by the same edits, pass checks called with
+those numbers. tests/test_grading.py shows that for every varied exercise at
+once: nbgrader autogrades a per-student course's reference student, whose numbers
+reach the check through ``graded_numbers``. No notebook runs here (this file used
+to run each varied chapter in a variant, the same claim a second time).
 """
 
 from __future__ import annotations
