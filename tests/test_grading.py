@@ -2,17 +2,31 @@
 
 The course is built from the book (tools/assignments.py: the source notebooks,
 nbgrader's generate_assignment and the due dates of a term that starts on
-FIRST_SESSION), then three students hand in every chapter; one ``nbgrader
-autograde`` call grades all of a student's chapters and ``generate_feedback``
-writes their feedback (the students at the same time, each in a copy of the
-course):
+FIRST_SESSION), then students hand in every chapter; one ``nbgrader autograde``
+call grades all of a course's submissions (each course a copy of its own, graded
+at the same time as the others, in threads):
 
-- ``reference``: the book's own solutions, which earn every autograded point;
 - ``untouched``: the release as handed out, which earns none;
 - ``mistaken``: the reference with one typical wrong answer per chapter (WRONG,
   taken from the usual mistakes of tests/test_exercises*.py), which loses that
   exercise's points (the course plan's, book/course/plan.yml) and nothing else,
-  with the check's hint in the feedback.
+  with the check's hint in the feedback (``generate_feedback``). So it also shows
+  every other exercise's reference solution earning its points;
+- ``reference``, in a per-student course (``--per-student``, built by the tool as
+  book/instructors.md says): the book's solutions, with the numbers drawn for this
+  student written into the varied exercises (tools/variants.py, the edits a
+  variant makes), earn every autograded point of every chapter. That shows the
+  reference solutions earn every point (the exercise each chapter's ``mistaken``
+  gets wrong included) and, for every varied exercise at once, that the reference
+  solution given other numbers than the book's passes its check called with them
+  (what a variant of tests/test_variants.py needs; its static tests check that a
+  variant changes no code but those solutions and check calls). ``copycat`` hands
+  in the reference student's chapter 6: nbgrader gives it none of the varied
+  exercises' points, since its hidden tests check copycat's own numbers
+  (tests/test_student_variants.py tests the rest of the per-student numbers).
+
+Only the feedback and the export of ``mistaken`` and of the class below are read,
+so only those courses run ``generate_feedback`` and ``nbgrader export``.
 
 A fourth copy runs the cycle as book/instructors.md says and a learning management
 system feeds it: a class of three hands in chapter 1, downloaded as one zip file
@@ -20,11 +34,11 @@ system feeds it: a class of three hands in chapter 1, downloaded as one zip file
 receipts), collected by tools/collect.py run from the repository root, autograded,
 refused by tools/grades.py while the written answers (exercise 1.3) await marking,
 marked by hand (the model answer, full marks), fed back and exported by
-tools/grades.py: ``punctual`` (the reference) keeps every point, ``partial`` (one
-typical mistake) loses that exercise, and ``tardy``, 26 hours late with no
-autograded point but the written answer, loses the plan's penalty for two days
-(10% a day) on its final score: 20% of the maximum, which nbgrader alone, capped at
-the autograded score of 0, would not take.
+tools/grades.py: ``punctual`` (the reference, with the book's numbers) keeps every
+point, ``partial`` (one typical mistake) loses that exercise, and ``tardy``, 26
+hours late with no autograded point but the written answer, loses the plan's
+penalty for two days (10% a day) on its final score: 20% of the maximum, which
+nbgrader alone, capped at the autograded score of 0, would not take.
 """
 
 from __future__ import annotations
@@ -50,8 +64,9 @@ import assignments  # noqa: E402
 import course_config  # noqa: E402
 import course_plan  # noqa: E402  (assignments puts book/_ext on the path)
 import grades  # noqa: E402
+import variants  # noqa: E402
 
-from relpos.book.exercises import labels  # noqa: E402
+from relpos.book.exercises import labels, students  # noqa: E402
 from relpos.book.exercises.grading import GRADING, grading  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -139,7 +154,14 @@ def feedback_text(path: Path) -> str:
     return html.unescape(re.sub(r"\x1b\[[0-9;]*m", "", text))
 
 
-STUDENTS = ("reference", "untouched", "mistaken", "late")
+# The copies of the course: each is graded (autograde) in a thread of its own.
+COURSES = ("untouched", "mistaken", "late", "own")
+# The per-student course ("own"): its students, and the course's secret.
+OWN = ("reference", "copycat")
+SECRET = "the grading test's course secret"
+# The chapter copycat hands in (the reference student's work) and its varied
+# exercises.
+COPIED = "ch06"
 # The term's first session; chapter 1's problem set is then due a week later,
 # 2026-01-12 at 09:00 UTC.
 FIRST_SESSION = "2026-01-05T10:00+01:00"
@@ -161,10 +183,11 @@ def tool(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def grade(course: Path) -> Path:
-    """One student's course, autograded (every chapter at once) and fed back; files
-    downloaded from an LMS are collected first, their written answers (the model
-    answers) marked by hand, and the grades exported after."""
+def grade(course: Path, feedback: bool = True) -> Path:
+    """One course, autograded (every chapter of every student at once) and, with
+    ``feedback``, fed back and exported; files downloaded from an LMS are collected
+    first, their written answers (the model answers) marked by hand, and the grades
+    exported after."""
     downloaded = sorted((course / "downloaded").glob("ch*"))
     for folder in downloaded:
         done = tool("tools/collect.py", folder.name, "--course", str(course))
@@ -177,6 +200,8 @@ def grade(course: Path) -> Path:
         assert refused.returncode == 1, refused.stdout
         (course / "refused.txt").write_text(refused.stderr)
         full_marks_by_hand(course)
+    if not feedback:
+        return course
     assignments.nbgrader(course, "generate_feedback", "*")
     if downloaded:
         done = tool("tools/grades.py", str(course))
@@ -252,14 +277,76 @@ def lms_download(course: Path, source: Path, release: Path) -> Path:
     return archive
 
 
-@pytest.fixture(scope="module")
-def courses(tmp_path_factory) -> dict[str, Path]:
-    """``student -> their copy of the course``, graded. Each student has a copy (and
-    gradebook) of their own, so the three are graded at the same time."""
-    root = tmp_path_factory.mktemp("grading")
+def own_numbers(student: str) -> dict[str, dict[str, int]]:
+    """``label -> numbers`` drawn for ``student`` in the per-student course."""
+    return {
+        label: students.student_numbers(label, student, SECRET)
+        for label in variants.VARIANTS
+    }
+
+
+def handed_in(
+    release: nbformat.NotebookNode,
+    source: nbformat.NotebookNode,
+    numbers: dict[str, dict[str, int]],
+) -> nbformat.NotebookNode:
+    """``release`` with every solution cell the source's reference solution, with
+    ``numbers`` (a student's) written into it by the variants' edits: a student's
+    correct work."""
+    solutions = {
+        c.metadata["nbgrader"]["grade_id"]: c.source
+        for c in source.cells
+        if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"
+    }
+    notebook = nbformat.from_dict(release)
+    for cell in notebook.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+        if grade_id not in solutions:
+            continue
+        code, label = solutions[grade_id], grade_id.removesuffix("-code")
+        if label in numbers:
+            for old, new in variants.VARIANTS[label].edits(numbers[label]):
+                code = code.replace(old, new)
+        cell.source = code
+    return notebook
+
+
+def submit(
+    course: Path, student: str, notebook: nbformat.NotebookNode, name: str
+) -> None:
+    """``notebook`` handed in by ``student`` as problem set ``name`` of ``course``."""
+    target = course / "submitted" / student / name / f"{name}.ipynb"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, target)
+
+
+def per_student_course(root: Path) -> Path:
+    """A per-student course built by the tool as book/instructors.md says (the
+    secret in the environment, a roster of OWN): ``reference`` hands in its correct
+    work in every chapter, ``copycat`` the reference's chapter 6."""
+    roster = root / "roster.txt"
+    roster.write_text("\n".join(OWN) + "\n")
+    course = root / "own"
+    argv = [str(course), "--book", str(BOOK), "--per-student"]
+    assert assignments.main([*argv, "--students", str(roster)]) == 0
+    work = own_numbers("reference")
+    for release in sorted((course / "release_students" / "reference").glob("ch*")):
+        name = release.name
+        source = nbformat.read(course / "source" / name / f"{name}.ipynb", 4)
+        mine = handed_in(nbformat.read(release / f"{name}.ipynb", 4), source, work)
+        submit(course, "reference", mine, name)
+        if name == COPIED:
+            submit(course, "copycat", mine, name)
+    return course
+
+
+def plain_courses(root: Path) -> dict[str, Path]:
+    """The course of the book's numbers (due dates from FIRST_SESSION), a copy for
+    each of untouched, mistaken and the LMS class, with their submissions."""
     first = course_config.parse_first_session(FIRST_SESSION)
     released = assignments.write_course(root / "course", BOOK, first_session=first)
-    courses = {s: shutil.copytree(root / "course", root / s) for s in STUDENTS}
+    names = ("untouched", "mistaken", "late")
+    courses = {s: shutil.copytree(root / "course", root / s) for s in names}
     lms_download(
         courses["late"],
         root / "course" / "source" / "ch01" / "ch01.ipynb",
@@ -268,24 +355,35 @@ def courses(tmp_path_factory) -> dict[str, Path]:
     wrong_by_chapter = {chapter_of(label): label for label in WRONG}
     for path in released:
         name = path.parent.name
-        source = nbformat.read(root / "course" / "source" / name / path.name, 4)
-        submissions = {"reference": source, "untouched": nbformat.read(path, 4)}
+        submit(courses["untouched"], "untouched", nbformat.read(path, 4), name)
         if name in wrong_by_chapter:  # else test_every_chapter_has_a_typical_mistake
-            copy = nbformat.from_dict(source)
-            submissions["mistaken"] = mistaken(copy, wrong_by_chapter[name])
-        for student, notebook in submissions.items():
-            target = courses[student] / "submitted" / student / name / path.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            nbformat.write(notebook, target)
-    with ThreadPoolExecutor(len(STUDENTS)) as pool:
-        list(pool.map(grade, courses.values()))
+            source = nbformat.read(root / "course" / "source" / name / path.name, 4)
+            wrong = mistaken(source, wrong_by_chapter[name])
+            submit(courses["mistaken"], "mistaken", wrong, name)
+    return courses
+
+
+@pytest.fixture(scope="module")
+def courses(tmp_path_factory) -> dict[str, Path]:
+    """``copy -> that copy of the course``, graded (COURSES). Each copy has a
+    gradebook of its own, so the four are graded at the same time; only mistaken
+    and the LMS class are fed back and exported (the others' are not read)."""
+    root = tmp_path_factory.mktemp("grading")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(students.SECRET_VARIABLE, SECRET)  # autograde reads it too
+        courses = {**plain_courses(root), "own": per_student_course(root)}
+        feedback = {"untouched": False, "mistaken": True, "late": True, "own": False}
+        with ThreadPoolExecutor(len(COURSES)) as pool:
+            jobs = [pool.submit(grade, courses[c], feedback[c]) for c in COURSES]
+            for job in jobs:
+                job.result()
     return courses
 
 
 @pytest.fixture(scope="module")
 def course(courses) -> Path:
     """The course as built (source and release), before anyone hands in."""
-    return courses["reference"]
+    return courses["untouched"]
 
 
 @pytest.fixture(scope="module")
@@ -341,10 +439,70 @@ def test_the_release_hides_its_hidden_tests(course) -> None:
             assert (f'answered("{label}"' in release) is hidden, label
 
 
-def test_the_reference_solutions_earn_every_autograded_point(course, scores) -> None:
-    for name in chapters(course):
+def test_the_reference_solutions_earn_every_autograded_point(courses, scores):
+    """The reference student of the per-student course (the book's solutions with
+    their own numbers in the varied exercises) earns every autograded point of
+    every chapter, out of the same maxima as the book's course."""
+    built = chapters(courses["untouched"])
+    assert chapters(courses["own"]) == built
+    for name in built:
         score, maximum, _ = scores[("reference", name)]
         assert maximum > 0 and score == maximum, name
+        assert maximum == scores[("untouched", name)][1], name
+
+
+def graded_cells(course: Path, student: str, name: str) -> list:
+    """The test cells of ``student``'s problem set ``name`` as autograde ran them."""
+    path = course / "autograded" / student / name / f"{name}.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    return [
+        c
+        for c in notebook.cells
+        if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
+    ]
+
+
+def test_every_varied_check_passes_with_the_students_own_numbers(courses):
+    """Each varied exercise's reference solution, given the reference student's
+    numbers (never the book's), passes its test, whose check draws the same numbers
+    when nbgrader runs it: what a variant's reference solutions passing its own
+    checks needs, for every varied exercise at once."""
+    course, numbers = courses["own"], own_numbers("reference")
+    for label in variants.VARIANTS:
+        drawn = numbers[label].items()  # CHOICES never hold the book's numbers
+        assert all(v in students.CHOICES[label][k] for k, v in drawn), label
+        cells = [
+            c
+            for c in graded_cells(course, "reference", chapter_of(label))
+            if c.metadata["nbgrader"]["grade_id"].startswith(f"{label}-test")
+        ]
+        assert cells, label
+        for cell in cells:
+            assert f'graded_numbers("{label}")' in cell.source, label
+            printed = "".join(o.get("text", "") for o in cell.outputs)
+            assert f"{label}: correct." in printed, (label, printed)
+
+
+def test_a_copied_answer_earns_none_of_the_varied_points(courses) -> None:
+    """copycat hands in the reference student's correct chapter 6: nbgrader's
+    autograde gives the reference every point of each varied exercise, copycat
+    none (each hidden test checks its own student's numbers)."""
+    from nbgrader.api import Gradebook
+
+    url = f"sqlite:///{courses['own'] / 'gradebook.db'}"
+    got, maximum = {}, {}
+    with Gradebook(url, "relpos") as gradebook:
+        for student in OWN:
+            (notebook,) = gradebook.find_submission(COPIED, student).notebooks
+            for grade in notebook.grades:
+                got[student, grade.name] = grade.score
+                maximum[grade.name] = grade.max_score
+    varied = [label for label in variants.VARIANTS if chapter_of(label) == COPIED]
+    assert varied
+    for label in varied:
+        test = f"{label}-test"
+        assert got["reference", test] == maximum[test] > 0, (label, got)
+        assert got["copycat", test] == 0, (label, got)
 
 
 def test_the_untouched_release_earns_nothing(course, scores) -> None:
@@ -353,6 +511,9 @@ def test_the_untouched_release_earns_nothing(course, scores) -> None:
 
 
 def test_a_typical_mistake_loses_its_points_with_the_hint(courses, scores) -> None:
+    """Each chapter's mistaken exercise loses its points and nothing else (so
+    every other exercise's reference solution, with the book's numbers, earns its
+    points), and the feedback gives the check's hint."""
     course = courses["mistaken"]
     built = chapters(course)
     for label, (_, _, hint) in WRONG.items():

@@ -24,34 +24,59 @@ chart is evaluated outside the browser by the same Vega engine, through
 
 from __future__ import annotations
 
-from ._controls import checkbox, select, slider
-from ._evaluate import drawn, evaluate, parse_description
-from ._figure import Interactive
-from .buckets import buckets_chart, buckets_figure
-from .delta import delta_chart, delta_figure
-from .landscape import landscape_chart, landscape_figure
-from .results import results_chart, results_figure
-from .streams import gather_chart, gather_figure
-from .table import similarity_chart, similarity_figure
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "Interactive",
-    "buckets_chart",
-    "buckets_figure",
-    "checkbox",
-    "delta_chart",
-    "delta_figure",
-    "drawn",
-    "evaluate",
-    "gather_chart",
-    "gather_figure",
-    "landscape_chart",
-    "landscape_figure",
-    "parse_description",
-    "results_chart",
-    "results_figure",
-    "select",
-    "similarity_chart",
-    "similarity_figure",
-    "slider",
-]
+# name -> the module that defines it, imported on first use: a notebook that
+# imports this package and draws nothing (a problem set's imports cell) does not
+# load Altair (about 2 s of CPU a kernel).
+_WHERE = {
+    "Interactive": "_figure",
+    "buckets_chart": "buckets",
+    "buckets_figure": "buckets",
+    "checkbox": "_controls",
+    "delta_chart": "delta",
+    "delta_figure": "delta",
+    "drawn": "_evaluate",
+    "evaluate": "_evaluate",
+    "gather_chart": "streams",
+    "gather_figure": "streams",
+    "landscape_chart": "landscape",
+    "landscape_figure": "landscape",
+    "parse_description": "_evaluate",
+    "results_chart": "results",
+    "results_figure": "results",
+    "select": "_controls",
+    "similarity_chart": "table",
+    "similarity_figure": "table",
+    "slider": "_controls",
+}
+_MODULES = {"buckets", "delta", "landscape", "results", "streams", "table"}
+
+__all__ = sorted(_WHERE)
+
+if TYPE_CHECKING:
+    from ._controls import checkbox, select, slider
+    from ._evaluate import drawn, evaluate, parse_description
+    from ._figure import Interactive
+    from .buckets import buckets_chart, buckets_figure
+    from .delta import delta_chart, delta_figure
+    from .landscape import landscape_chart, landscape_figure
+    from .results import results_chart, results_figure
+    from .streams import gather_chart, gather_figure
+    from .table import similarity_chart, similarity_figure
+
+
+def __getattr__(name: str) -> Any:
+    """A figure's function or module, imported when first asked for."""
+    if name in _MODULES:
+        return importlib.import_module(f".{name}", __name__)
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE, *_MODULES})

@@ -29,22 +29,78 @@ Shape legend:
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# The benchmark's figures, imported now (it is cheap): the function ``benchmark``
+# must stay what ``plot.benchmark`` names, not its module.
 from .benchmark import benchmark, position_costs
-from .interventions import paired_seeds
-from .landscape import score_landscape
-from .positions import (
-    index_heatmap,
-    log_buckets,
-    relative_position_matrix,
-    row_similarity,
-)
-from .scores import score_by_distance, score_heatmap, score_terms, terms_by_distance
-from .grid import accuracy_grid
-from .seeds import band_profiles, data_efficiency, seed_points
-from .streams import disentangled_streams
-from .sweep import experiment_sweep, table_bands
-from .text import bits_by_length, loss_by_position, tuning_curves
-from .tuning import rate_curves
+
+# module -> its figures, each imported when first asked for (``plot.X``): a
+# notebook that imports the package and draws nothing (a problem set's imports
+# cell) does not load SciPy and the sweeps' code (about 1 s of CPU a kernel).
+_FIGURES = {
+    "interventions": ("paired_seeds",),
+    "landscape": ("score_landscape",),
+    "positions": (
+        "index_heatmap",
+        "log_buckets",
+        "relative_position_matrix",
+        "row_similarity",
+    ),
+    "scores": (
+        "score_by_distance",
+        "score_heatmap",
+        "score_terms",
+        "terms_by_distance",
+    ),
+    "grid": ("accuracy_grid",),
+    "seeds": ("band_profiles", "data_efficiency", "seed_points"),
+    "streams": ("disentangled_streams",),
+    "sweep": ("experiment_sweep", "table_bands"),
+    "text": ("bits_by_length", "loss_by_position", "tuning_curves"),
+    "tuning": ("rate_curves",),
+}
+_WHERE = {name: module for module, names in _FIGURES.items() for name in names}
+_WHERE.update(benchmark="benchmark", position_costs="benchmark")
+
+if TYPE_CHECKING:
+    from .grid import accuracy_grid
+    from .interventions import paired_seeds
+    from .landscape import score_landscape
+    from .positions import (
+        index_heatmap,
+        log_buckets,
+        relative_position_matrix,
+        row_similarity,
+    )
+    from .scores import (
+        score_by_distance,
+        score_heatmap,
+        score_terms,
+        terms_by_distance,
+    )
+    from .seeds import band_profiles, data_efficiency, seed_points
+    from .streams import disentangled_streams
+    from .sweep import experiment_sweep, table_bands
+    from .text import bits_by_length, loss_by_position, tuning_curves
+    from .tuning import rate_curves
+
+
+def __getattr__(name: str) -> Any:
+    """A figure (or a module), imported from its module when first asked for."""
+    if name in _FIGURES or name == "_style":
+        return importlib.import_module(f".{name}", __name__)
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})
+
 
 __all__ = [
     "paired_seeds",
