@@ -299,6 +299,7 @@ def test_the_verdict_holds_when_every_relative_arm_wins_flat():
     full = alignment_probe.alignment_record(result)
     assert full["id"] == f"probe-alignment-{design.FULL_STEPS}-steps"
     assert "seed_claim" not in full and full["verdict"] == "holds"
+    assert full["evidence"]["file"] == alignment_probe.FULL_EVIDENCE  # not the 300's
 
 
 def test_the_verdict_is_qualified_when_another_relative_arm_loses():

@@ -26,8 +26,9 @@ The claim's verdict combines the tested halves (:func:`combine_halves`):
 the stronger absolute arm on the tested halves' items (all items when none
 is). The claim's record is the one at ``design.VERDICT_STEPS``; a sweep at
 another budget gives a record ``probe-alignment-<steps>-steps`` without
-``seed_claim``. Every cell (relation, distance, offset) of the design holds
-the same number of items, so a mean over cells is a mean over items.
+``seed_claim``; at ``design.FULL_STEPS`` it cites :data:`FULL_EVIDENCE`.
+Every cell (relation, distance, offset) of the design holds the same number
+of items, so a mean over cells is a mean over items.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ CLAIM = (
 CHANCE = 0.5
 #: Where the evidence is, relative to the results folder.
 EVIDENCE = "probes/alignment.json"
+#: Where the same sweep at ``design.FULL_STEPS`` is (``make probe-alignment``).
+FULL_EVIDENCE = "probes/alignment_full.json"
 
 
 def _cells(result: dict[str, Any], arm: str, relation: str) -> list[dict[str, Any]]:
@@ -228,7 +231,8 @@ def alignment_record(result: dict[str, Any]) -> dict[str, Any]:
         "claim": CLAIM,
         "verdict": verdict,
         "mechanism": mechanism,
-        "evidence": {"file": EVIDENCE, "keys": ["summary", "comparisons"]},
+        "evidence": {"file": FULL_EVIDENCE if steps == design.FULL_STEPS else EVIDENCE,
+                     "keys": ["summary", "comparisons"]},
         "seeds": len(values),
         "prediction": design.PREDICTION,
         "falsifier": design.FALSIFIER,
@@ -240,6 +244,6 @@ def alignment_record(result: dict[str, Any]) -> dict[str, Any]:
     return ledger.check_record(record)
 
 
-__all__ = ["CHANCE", "CLAIM", "EVIDENCE", "RECORD_ID", "advantage", "alignment_record",
-           "arm_passes", "combine_halves", "half_verdict", "learned",
+__all__ = ["CHANCE", "CLAIM", "EVIDENCE", "FULL_EVIDENCE", "RECORD_ID", "advantage",
+           "alignment_record", "arm_passes", "combine_halves", "half_verdict", "learned",
            "relation_spread", "relation_values", "verdict_of"]

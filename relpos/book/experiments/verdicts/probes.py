@@ -80,7 +80,7 @@ PROBES = (
     ),
 )
 #: The alignment probe's sweep at its full budget, reported beside the claim's.
-ALIGNMENT_FULL = "probes/alignment_full.json"
+ALIGNMENT_FULL = alignment_probe.FULL_EVIDENCE
 
 
 def pending(probe: Probe) -> dict[str, Any]:
