@@ -24,8 +24,9 @@ chart is evaluated outside the browser by the same Vega engine, through
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from relpos.book._lazy import lazy_names
 
 # name -> the module that defines it, imported on first use: a notebook that
 # imports this package and draws nothing (a problem set's imports cell) does not
@@ -67,16 +68,4 @@ if TYPE_CHECKING:
     from .table import similarity_chart, similarity_figure
 
 
-def __getattr__(name: str) -> Any:
-    """A figure's function or module, imported when first asked for."""
-    if name in _MODULES:
-        return importlib.import_module(f".{name}", __name__)
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE, *_MODULES})
+__getattr__, __dir__ = lazy_names(__name__, _WHERE, _MODULES)

@@ -29,8 +29,9 @@ Shape legend:
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from relpos.book._lazy import lazy_names
 
 # The benchmark's figures, imported now (it is cheap): the function ``benchmark``
 # must stay what ``plot.benchmark`` names, not its module.
@@ -87,19 +88,7 @@ if TYPE_CHECKING:
     from .tuning import rate_curves
 
 
-def __getattr__(name: str) -> Any:
-    """A figure (or a module), imported from its module when first asked for."""
-    if name in _FIGURES or name == "_style":
-        return importlib.import_module(f".{name}", __name__)
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
+__getattr__, __dir__ = lazy_names(__name__, _WHERE, {*_FIGURES, "_style"})
 
 
 __all__ = [
