@@ -37,6 +37,7 @@ from relpos.book.experiments.interventions import (
 )
 from relpos.book.experiments.interventions.causal_t5 import bias_profile
 from relpos.book.experiments.interventions.run import MEASURES, chosen_rate
+from relpos.book.experiments.interventions import cli as interventions_cli
 from relpos.book.experiments.interventions import two_hop
 from relpos.book.experiments.interventions.two_hop import (
     cut_masks,
@@ -425,20 +426,24 @@ def test_run_writes_every_arm_and_comparison(tmp_path) -> None:
 
 
 @pytest.mark.slow
-def test_cli_refuses_bad_flags_in_one_line(tmp_path) -> None:
-    command = [sys.executable, "-m", "relpos.book.experiments.interventions"]
-    for flags, flag in (
-        (["--only", "nope"], "--only"),
-        (["--steps", "0"], "--steps"),
-        (["--seeds", "1,1"], "--seeds"),
-    ):
-        done = subprocess.run(
-            [*command, *flags, "--output", str(tmp_path / "x.json")],
-            capture_output=True,
-            text=True,
-        )
-        assert done.returncode == 2, done.stderr
-        assert flag in done.stderr and done.stderr.count("\n") == 1
+def test_cli_refuses_bad_flags_in_one_line(tmp_path, capsys) -> None:
+    # The command itself once (python -m: its exit status and stderr), then the
+    # same parser in this process for the other flags (each a Python start less).
+    output = ["--output", str(tmp_path / "x.json")]
+    done = subprocess.run(
+        [sys.executable, "-m", "relpos.book.experiments.interventions",
+         "--only", "nope", *output],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "--only" in done.stderr and done.stderr.count("\n") == 1
+    for flags, flag in ((["--steps", "0"], "--steps"), (["--seeds", "1,1"], "--seeds")):
+        with pytest.raises(SystemExit) as exited:
+            interventions_cli.main([*flags, *output])
+        assert exited.value.code == 2
+        stderr = capsys.readouterr().err
+        assert flag in stderr and stderr.count("\n") == 1, stderr
     assert not (tmp_path / "x.json").exists()
     json.dumps(INTERVENTIONS["row_zero"].claim)  # the claims are plain text
 

@@ -8,6 +8,7 @@ asserts a speed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import statistics
@@ -258,20 +259,25 @@ PROFILE_CONFIG = bench.BenchConfig(
 )
 
 
-def _profile_modules(n: int = 24) -> tuple[dict, torch.Tensor, torch.Tensor]:
-    weights = bench.random_weights(PROFILE_CONFIG)
-    modules = {
-        name: bench.build_module(name, PROFILE_CONFIG, weights) for name in profile.STAGES
-    }
-    inputs = bench.make_inputs(PROFILE_CONFIG, n)
+def _profile_modules(
+    n: int = 24, config: bench.BenchConfig = PROFILE_CONFIG
+) -> tuple[dict, torch.Tensor, torch.Tensor]:
+    weights = bench.random_weights(config)
+    modules = {name: bench.build_module(name, config, weights) for name in profile.STAGES}
+    inputs = bench.make_inputs(config, n)
     return modules, inputs["hidden_states"], inputs["table"]
 
 
 @pytest.mark.parametrize("backend", ["gather", "flex"])
 def test_profiled_stages_compute_the_module_forward(backend):
+    # The stages' arithmetic, in float64: there flex runs torch's uncompiled
+    # reference on the same score_mod, so no kernel is compiled (seconds each); the
+    # compiled kernel's numbers are test_flex_lengths' and test_attention_reference's.
     # n = 32: torch 2.13's compiled CPU flex kernel is wrong, and not the same from
     # call to call, at some lengths (24, 40, 56 seen), even without a score_mod.
-    modules, x, table = _profile_modules(32)
+    float64 = dataclasses.replace(PROFILE_CONFIG, dtype="float64")
+    modules, x, table = _profile_modules(32, float64)
+    assert x.dtype == torch.float64
     pipeline = {"gather": profile.gather_forward, "flex": profile.flex_forward}[backend]
     stages = []
     with torch.no_grad():

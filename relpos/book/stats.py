@@ -28,7 +28,9 @@ import math
 from typing import Any, Sequence
 
 import numpy as np
-from scipy import stats
+
+# scipy.stats is imported where it is used: it costs most of a second, and most
+# processes that import the book's experiments never draw an interval.
 
 #: The default confidence level of every interval the book shows.
 CONFIDENCE = 0.95
@@ -81,6 +83,8 @@ def bootstrap_interval(
     confidence = _confidence(confidence)
     if np.all(array == array[0]):
         return [float(array[0]), float(array[0])]
+    from scipy import stats
+
     result = stats.bootstrap(
         (array,),
         np.mean,
@@ -126,6 +130,8 @@ def paired_test(
     if np.all(difference == 0):
         p_value = 1.0
     else:
+        from scipy import stats
+
         test = stats.permutation_test(
             (first, second),
             lambda x, y, axis: np.mean(x - y, axis=axis),
