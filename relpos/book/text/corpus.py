@@ -54,6 +54,7 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import os
 import platform
 import sysconfig
 import tokenize
@@ -111,17 +112,39 @@ def stdlib_modules(root: str | Path | None = None) -> dict[str, Path]:
     if not root.is_dir():
         raise ValueError(f"root must be a folder, got {str(root)!r}")
     found = {}
-    for path in root.rglob("*.py"):
-        name = module_name(path.relative_to(root))
-        if name is not None and path.is_file():
-            found[name] = path
+    for folder, subfolders, files in os.walk(root):
+        here = Path(folder)
+        subfolders[:] = [s for s in subfolders if _may_hold_modules(here / s, root)]
+        for file in files:
+            path = here / file
+            name = module_name(path.relative_to(root))
+            if name is not None and path.is_file():
+                found[name] = path
     return dict(sorted(found.items()))
+
+
+def _may_hold_modules(folder: Path, root: Path) -> bool:
+    """False for a folder no module of the corpus lies in (not walked): a part
+    that is no identifier (``site-packages``), a test folder, a package left out.
+    The rule is :func:`module_name`'s; every file found is still passed to it."""
+    parts = folder.relative_to(root).parts
+    return (
+        all(p.isidentifier() for p in parts)
+        and parts[0] not in LEFT_OUT
+        and not TEST_FOLDERS & set(parts)
+    )
 
 
 def read_source(path: Path) -> str:
     """The text of a Python file, decoded as its coding declaration says (PEP 263)."""
     with tokenize.open(path) as file:
         return file.read()
+
+
+#: The nodes with a docstring, and those a statement can lie in: a class or a
+#: function is a statement, so the walk skips every expression.
+_DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+_HOLDS_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)
 
 
 def docstrings(source: str, *, name: str = "<module>") -> list[str]:
@@ -136,13 +159,13 @@ def docstrings(source: str, *, name: str = "<module>") -> list[str]:
     found: list[str] = []
 
     def visit(node: ast.AST) -> None:
-        kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-        if isinstance(node, kinds):
+        if isinstance(node, _DOCUMENTED):
             text = ast.get_docstring(node, clean=True)
             if text:
                 found.append(text)
         for child in ast.iter_child_nodes(node):
-            visit(child)
+            if isinstance(child, _HOLDS_STATEMENTS):  # never inside an expression
+                visit(child)
 
     visit(tree)
     return found
