@@ -120,6 +120,8 @@ notebooks: $(TEST_ENV)
 # Each chapter alone, as Colab opens it: a separate Python (.venv-colab) with only
 # torch, numpy, matplotlib and a kernel (and pytest and nbval to run it); the setup
 # cell installs this clone's HEAD; every output is compared with the stored one.
+# All chapters run in one nbval process, each copied alone into its own folder and
+# run in its own kernel there; each is still its own test, with its own report.
 colab: $(TEST_ENV)
 	$(PYTEST) tests/colab
 
