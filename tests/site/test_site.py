@@ -686,8 +686,9 @@ def audits(built_site, server, browser) -> dict[str, dict]:
             name = "dark_" + path.removesuffix(".html").replace("/", "_")
             page.screenshot(path=str(SHOTS / f"{name}.png"))
         page.set_viewport_size({"width": PHONE, "height": 844})
-        for mode in reversed(MODES):
-            switch_to(page, mode)
+        for mode in reversed(MODES):  # the page is in the last mode already
+            if mode != MODES[-1]:
+                switch_to(page, mode)
             entries[mode]["phone width"] = page.evaluate(PAGE_WIDTH)
             reports[mode]["pages"][path] = entries[mode]
     context.close()
