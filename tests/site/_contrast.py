@@ -48,20 +48,12 @@ from typing import Any
 #: Marks the elements axe's colour contrast rule is narrowed to.
 MARK = "data-relpos-contrast"
 
-# Runs in the page: gives every element the rule can apply to a signature (its
-# index in the returned list, in data-relpos-signature) and returns the list.
-SIGNATURES = """() => {
-  const own = ['color', '-webkit-text-fill-color', '-webkit-text-stroke-width',
-               '-webkit-text-stroke-color', 'font-size', 'font-weight',
-               'text-shadow'];
+# A function body's lines (JavaScript): ``backdrop(node)``, a key for what ``node``
+# and its ancestors paint behind its content (shared with tests/site/_links.py).
+BACKDROP = """
   const layer = ['background-color', 'background-image', 'opacity', 'filter',
                  'mix-blend-mode', 'backdrop-filter'];
   const neutral = ['rgba(0, 0, 0, 0)', 'none', '1', 'none', 'normal', 'none'];
-  const fields = new Set(['INPUT', 'SELECT', 'TEXTAREA']);
-  // never shown, so never audited: their text is code or style, not read
-  const unseen = new Set(['SCRIPT', 'STYLE', 'TEMPLATE']);
-  const ownText = el => Array.from(el.childNodes)
-    .filter(n => n.nodeType === 3).map(n => n.nodeValue).join('').trim();
   const below = new Map();  // element -> what it and its ancestors paint
   let unique = 0;
   const backdrop = node => {
@@ -79,8 +71,28 @@ SIGNATURES = """() => {
     below.set(node, key);
     return key;
   };
+"""
+
+# Runs in the page: gives every element the rule can apply to a signature (its
+# index in the returned list, in data-relpos-signature) and returns the list.
+SIGNATURES = (
+    """() => {
+  const own = ['color', '-webkit-text-fill-color', '-webkit-text-stroke-width',
+               '-webkit-text-stroke-color', 'font-size', 'font-weight',
+               'text-shadow'];
+  const fields = new Set(['INPUT', 'SELECT', 'TEXTAREA']);
+  // never shown, so never audited: their text is code or style, not read
+  const unseen = new Set(['SCRIPT', 'STYLE', 'TEMPLATE']);
+  const ownText = el => Array.from(el.childNodes)
+    .filter(n => n.nodeType === 3).map(n => n.nodeValue).join('').trim();
+"""
+    + BACKDROP
+    + """
   const ids = new Map();
   const signatures = [];
+  for (const el of document.querySelectorAll('[data-relpos-audited]')) {
+    el.removeAttribute('data-relpos-audited');  // an audit before this one's
+  }
   for (const el of [document.body, ...document.body.querySelectorAll('*')]) {
     if (unseen.has(el.tagName)) continue;
     const field = fields.has(el.tagName);
@@ -93,13 +105,13 @@ SIGNATURES = """() => {
     if (!ids.has(key)) { ids.set(key, signatures.length); signatures.push(key); }
     el.setAttribute('data-relpos-signature', ids.get(key));
     // a likely first choice: drawn, and more than one character
-    if (el.checkVisibility() && (field || text.length > 1)) {
-      el.setAttribute('data-relpos-likely', '');
-    }
+    el.toggleAttribute(
+      'data-relpos-likely', el.checkVisibility() && (field || text.length > 1));
   }
   return {signatures, shadow: Array.from(document.querySelectorAll('*'))
                                    .some(el => el.shadowRoot)};
 }"""
+)
 
 # Runs in the page: marks for audit, of each signature index in ``wanted``, in the
 # first round its first likely element (all its elements if none is likely), in

@@ -10,13 +10,17 @@ citation link, and the API reference: every public name of the core in the site'
 objects.inv, the Shapes sections rendered, a link from the introduction resolved.
 
 Every built page (a glob of _build/html, not a list) is also read in light and in
-dark mode: the theme follows the reader's preference, axe-core's WCAG 2.1 A/AA audit
-finds nothing serious or critical (moderate and minor findings are printed; in dark
-mode only its colour rules run, the only ones a theme of colours can change; the
-colour contrast rule reads the elements of each text style once, on the first page
-that shows it, tests/site/_contrast.py says why that is the same verdict), every
-code block and output fits its column at 1280 px, and at 390 px nothing makes the
-page wider than the screen (long lines and equations scroll in their own block).
+dark mode: loaded once in light mode, then switched to dark as the reader's
+preference changes (the theme follows it on the open page; a test checks that every
+element then has the colours a page loaded in dark mode has). In each mode the theme
+shown follows the preference, axe-core's WCAG 2.1 A/AA audit finds nothing serious
+or critical (moderate and minor findings are printed; in dark mode only its colour
+rules run, the only ones a theme of colours can change; the colour rules read each
+text style and each link style once, on the first page that shows it,
+tests/site/_contrast.py and tests/site/_links.py say why that is the same
+verdict), every code block and output fits its column at 1280 px, and at 390 px
+nothing makes the page wider than the screen (long lines and equations scroll in
+their own block).
 With RELPOS_SCREENSHOTS=1 (the book workflow sets it) screenshots land in
 _build/screenshots/ for people to look at (dark ones with "dark_" in front); a
 whole-page picture of every page costs more than the checks themselves, so
@@ -49,6 +53,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import set_repo_url  # noqa: E402
 from _browser import console_errors_of  # noqa: E402 (tests/site: conftest.py)
 from _contrast import contrast_audit  # noqa: E402
+from _links import link_audit  # noqa: E402
 
 # axe-core's rules for WCAG 2.1 levels A and AA; a finding of these impacts fails.
 WCAG_21_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
@@ -397,51 +402,84 @@ def findings(result: dict, impacts: tuple[str, ...]) -> list[str]:
 # these and the light audit runs every rule. test_the_colour_rules_are_the_wcag_ones
 # keeps the list in step with axe-core.
 COLOUR_RULES = ("color-contrast", "link-in-text-block")
-# What axe runs on the whole page, by mode: every rule but color-contrast in light
-# mode, link-in-text-block in dark. color-contrast runs on one element per style
-# signature not audited before (tests/site/_contrast.py says why that is the same
-# verdict): nine tenths of axe's time went to it, on thousands of elements of a
-# few dozen styles.
+# What axe runs on the whole page in light mode: every rule but the colour rules.
+# These run in both modes on one element per style signature not audited before in
+# that mode (tests/site/_contrast.py and tests/site/_links.py say why that is the
+# same verdict): nine tenths of axe's time went to color-contrast, on thousands of
+# texts of a few dozen styles, and most of the rest to link-in-text-block, on
+# hundreds of links of a dozen.
 AXE_OPTIONS = {
     "runOnly": {"type": "tag", "values": WCAG_21_AA},
-    "rules": {"color-contrast": {"enabled": False}},
+    "rules": {rule: {"enabled": False} for rule in COLOUR_RULES},
     "resultTypes": ["violations"],
 }
-AXE_COLOUR_OPTIONS = {
-    "runOnly": {"type": "rule", "values": ["link-in-text-block"]},
-    "resultTypes": ["violations"],
-}
-AXE_OPTIONS_BY_MODE = {"light": AXE_OPTIONS, "dark": AXE_COLOUR_OPTIONS}
+MODES = ("light", "dark")
 
 
-def audit_page(page, axe: Axe, mode: str, seen: set[str]) -> dict:
-    """axe's WCAG 2.1 A/AA audit of the page in ``mode``: the whole page for every
-    rule of the mode but color-contrast, which reads the elements of the style
-    signatures ``seen`` lacks (and adds them). Returns axe's violations."""
-    whole = axe.run(page, options=AXE_OPTIONS_BY_MODE[mode]).response
-    contrast = contrast_audit(page, axe.axe_script, seen)
-    return {"violations": whole["violations"] + contrast["violations"]}
+def new_seen() -> dict[str, set[str]]:
+    """The signatures audited so far in one mode: texts' contrast, links'."""
+    return {"contrast": set(), "links": set()}
+
+
+def audit_page(page, axe: Axe, mode: str, seen: dict[str, set[str]]) -> dict:
+    """axe's WCAG 2.1 A/AA audit of the page in ``mode``: in light mode the whole
+    page for every rule but the colour rules; in both modes the colour rules on
+    the elements of the signatures ``seen`` lacks (added to it). Returns axe's
+    violations."""
+    violations = []
+    if mode == "light":
+        violations += axe.run(page, options=AXE_OPTIONS).response["violations"]
+    for audit, kind in ((contrast_audit, "contrast"), (link_audit, "links")):
+        violations += audit(page, axe.axe_script, seen[kind])["violations"]
+    return {"violations": violations}
+
+
+# Switching the reader's preference on an open page: the theme's own transitions
+# (colours over 0.15 to 0.3 s) are held off while it restyles, so the page reads
+# at once as a page loaded in that mode does
+# (test_a_change_of_preference_restyles_the_page_as_a_load_does).
+NO_TRANSITIONS = "*, *::before, *::after {transition: none !important}"
+# The theme follows the preference on its media query's change event, dispatched
+# after emulate_media returns: restyled once it shows ``mode``, every element read.
+RESTYLED = """mode => document.documentElement.dataset.theme === mode
+  && Array.from(document.querySelectorAll('*'), el => getComputedStyle(el).color)"""
+
+
+def switch_to(page, mode: str) -> None:
+    """Show the open page in ``mode``, as the reader's preference changed."""
+    held = page.add_style_tag(content=NO_TRANSITIONS)
+    page.emulate_media(color_scheme=mode)
+    page.wait_for_function(RESTYLED, arg=mode, timeout=10000)
+    held.evaluate("el => el.remove()")
+
+
+# A link told from its text by a slightly different colour only (1.66:1, under 3:1).
+HIDDEN_LINK = "<a href='#' style='color:#333;text-decoration:none'>{}</a>"
 
 
 def test_the_audit_finds_a_known_violation(browser):
-    """An image without alt text and faint text are found: critical and serious."""
+    """An image without alt text, faint text and a link told from its text by colour
+    alone are found: critical and serious."""
     page = browser.new_page()
     found = {}
     for mode in ("light", "dark"):
         page.set_content(
             "<html lang='en'><head><title>probe</title></head><body><main>"
             "<img src='data:image/gif;base64,R0lGODlhAQABAAAAACw='>"
-            "<p style='color:#bbb;background:#fff'>faint text</p></main></body></html>"
+            "<p style='color:#bbb;background:#fff'>faint text</p>"
+            f"<p style='color:#000'>text, {HIDDEN_LINK.format('a link')}, text</p>"
+            "</main></body></html>"
         )
-        result = audit_page(page, Axe(), mode, set())
+        result = audit_page(page, Axe(), mode, new_seen())
         found[mode] = findings(result, FAILING_IMPACTS)
     page.close()
     light, dark = found["light"], found["dark"]
     assert any(line.startswith("image-alt (critical)") for line in light), light
-    assert any(line.startswith("color-contrast (serious)") for line in light), light
-    # the dark audit's rules find the faint text and only that
-    assert dark, dark
-    assert all(line.startswith("color-contrast (serious)") for line in dark), dark
+    for mode, lines in found.items():  # the colour rules, in both modes
+        for rule in COLOUR_RULES:
+            assert any(line.startswith(f"{rule} (serious)") for line in lines), mode
+    # the dark audit's rules find the faint text and the link, and only those
+    assert all(line.startswith(COLOUR_RULES) for line in dark), dark
 
 
 FAINT = "<p style='color:{};background:#fff'>{}</p>"
@@ -501,6 +539,94 @@ def test_a_style_counts_as_audited_only_once_axe_measured_it(browser):
     assert second["audited"] == 2, second  # the emoji, then the text
 
 
+def links(page, *paragraphs: str) -> None:
+    """A page of ``paragraphs`` of black text, two (transparent) levels down; each
+    but a lone link gets more words around it than its links hold (else axe's rule
+    does not apply to them)."""
+    words = "some words of text, more words of text, and yet more"
+    body = "".join(
+        f"<p style='color:#000'>{text}"
+        f"{'' if text.startswith('<a') else ' ' + words}</p>"
+        for text in paragraphs
+    )
+    page.set_content(
+        "<html lang='en'><head><title>probe</title></head><body><main>"
+        f"<div><div>{body}</div></div></main></body></html>"
+    )
+
+
+UNDERLINED = "<a href='#'>{}</a>"
+
+
+def test_the_link_audit_reads_each_new_link_style_once(browser):
+    """A link style is audited once, on the first page where a link of it is in a
+    block of text: an indistinguishable link of a new style is found on a later
+    page, one of a style audited before is not audited again (nor the underlined
+    links), two of one style on one page cost one audit. A link that is its block's
+    whole text is not one the rule applies to: the link of its style in a
+    paragraph is audited instead. Without the signatures every link the rule
+    applies to here would be audited (six, not three)."""
+    page = browser.new_page()
+    seen: set[str] = set()
+    links(
+        page,
+        HIDDEN_LINK.format("alone"),
+        f"text {HIDDEN_LINK.format('hidden')} and {HIDDEN_LINK.format('again')}",
+        f"text {UNDERLINED.format('underlined')} text",
+    )
+    first = link_audit(page, Axe().axe_script, seen)
+    lines = findings(first, FAILING_IMPACTS)
+    assert first["audited"] == 2, first  # the hidden style, the underlined one
+    assert len(lines) == 1 and ">hidden</a>" in lines[0], lines
+    new = HIDDEN_LINK.replace("#333", "#444")
+    links(
+        page,
+        f"text {HIDDEN_LINK.format('hidden, seen')} text",
+        f"text {new.format('new')} and {UNDERLINED.format('underlined')} text",
+    )
+    second = link_audit(page, Axe().axe_script, seen)
+    lines = findings(second, FAILING_IMPACTS)
+    page.close()
+    assert second["audited"] == 1, second
+    assert len(lines) == 1 and ">new</a>" in lines[0], lines
+    assert lines[0].startswith("link-in-text-block (serious)"), lines
+
+
+# Every element's colours and the cues the colour rules read, in document order.
+COLOURS = """() => Array.from(document.querySelectorAll('*'), el => {
+  const s = getComputedStyle(el);
+  return [el.tagName, s.color, s.backgroundColor, s.backgroundImage, s.opacity,
+          s.filter, s.textDecoration, s.borderBottomColor, s.outlineColor,
+          s.webkitTextFillColor, s.textShadow].join(' | ');
+})"""
+
+
+def test_a_change_of_preference_restyles_the_page_as_a_load_does(server, browser):
+    """The dark audit reads each page switched to dark after its light audit: the
+    theme follows the reader's preference while the page is open (pydata-sphinx-
+    theme listens to it). Every element of a chapter then has the colours it has
+    when the page is loaded in dark mode (a dropdown menu, hidden, lacks a class
+    the load adds: it changes none of its colours)."""
+    shown = {}
+    for first in MODES:
+        context = browser.new_context(
+            viewport={"width": WIDE, "height": 900}, color_scheme=first
+        )
+        page = context.new_page()
+        page.goto(f"{server}/book/03_table.html", wait_until="load")
+        wait_for_math(page)
+        wait_for_figures(page)
+        switch_to(page, "dark")
+        theme = page.evaluate("() => document.documentElement.dataset.theme")
+        shown[first] = (theme, page.evaluate(COLOURS))
+        context.close()
+    assert shown["light"][0] == shown["dark"][0] == "dark"
+    switched, loaded = shown["light"][1], shown["dark"][1]
+    assert len(switched) == len(loaded) > 1000
+    differ = [(a, b) for a, b in zip(switched, loaded) if a != b]
+    assert differ == [], differ[:5]
+
+
 def test_the_colour_rules_are_the_wcag_ones(browser):
     """COLOUR_RULES are axe-core's WCAG 2.1 A/AA rules about colour (tag cat.color)."""
     page = browser.new_page()
@@ -516,43 +642,63 @@ def test_the_colour_rules_are_the_wcag_ones(browser):
     assert sorted(rules) == sorted(COLOUR_RULES), rules
 
 
-@pytest.fixture(scope="session", params=["light", "dark"])
-def audit(request, built_site, server, browser) -> dict:
-    """Every page read once in one mode, by one page object: what the tests assert on.
+def read_page(page, axe: Axe, mode: str, seen: dict[str, set[str]]) -> dict:
+    """What the tests assert on for the open page in ``mode``, at 1280 px: the
+    theme it shows, axe-core's findings, the blocks wider than their column."""
+    result = audit_page(page, axe, mode, seen)
+    return {
+        "theme": page.evaluate("() => document.documentElement.dataset.theme"),
+        "failing": findings(result, FAILING_IMPACTS),
+        "other": findings(result, ("moderate", "minor")),
+        "wide blocks": page.evaluate(BLOCKS_WIDER_THAN_THEIR_COLUMN),
+    }
 
-    At 1280 px: the theme it shows, axe-core's findings (every WCAG 2.1 A/AA rule in
-    light mode, the colour rules in dark), the blocks wider than their column. Then
-    at 390 px: the page's width against the screen's.
+
+@pytest.fixture(scope="session")
+def audits(built_site, server, browser) -> dict[str, dict]:
+    """Every page loaded once and read in both modes, by one page object.
+
+    Each page is loaded in light mode, read (``read_page``: every WCAG 2.1 A/AA
+    rule), then the reader's preference turns dark on the open page (the theme
+    follows it: ``switch_to``) and it is read again (the colour rules). Then at
+    390 px: the page's width against the screen's, in both modes.
     """
-    mode = request.param
     SHOTS.mkdir(parents=True, exist_ok=True)
     context = browser.new_context(
-        viewport={"width": WIDE, "height": 900}, color_scheme=mode
+        viewport={"width": WIDE, "height": 900}, color_scheme="light"
     )
     page = context.new_page()
     axe = Axe()
-    seen: set[str] = set()  # the style signatures whose contrast axe measured
-    report: dict = {"mode": mode, "pages": {}}
+    seen = {mode: new_seen() for mode in MODES}  # per mode: signatures audited
+    reports: dict = {mode: {"mode": mode, "pages": {}} for mode in MODES}
     for path in built_pages(built_site):
+        page.emulate_media(color_scheme=MODES[0])
         page.set_viewport_size({"width": WIDE, "height": 900})
         page.goto(f"{server}/{path}", wait_until="load")
         wait_for_math(page)
         wait_for_figures(page)
-        result = audit_page(page, axe, mode, seen)
-        entry = {
-            "theme": page.evaluate("() => document.documentElement.dataset.theme"),
-            "failing": findings(result, FAILING_IMPACTS),
-            "other": findings(result, ("moderate", "minor")),
-            "wide blocks": page.evaluate(BLOCKS_WIDER_THAN_THEIR_COLUMN),
-        }
-        if mode == "dark" and KEEP_SHOTS:
+        entries = {}
+        for mode in MODES:
+            if mode != MODES[0]:
+                switch_to(page, mode)
+            entries[mode] = read_page(page, axe, mode, seen[mode])
+        if KEEP_SHOTS:  # the page is in dark mode
             name = "dark_" + path.removesuffix(".html").replace("/", "_")
             page.screenshot(path=str(SHOTS / f"{name}.png"))
         page.set_viewport_size({"width": PHONE, "height": 844})
-        entry["phone width"] = page.evaluate(PAGE_WIDTH)
-        report["pages"][path] = entry
+        for mode in reversed(MODES):  # the page is in the last mode already
+            if mode != MODES[-1]:
+                switch_to(page, mode)
+            entries[mode]["phone width"] = page.evaluate(PAGE_WIDTH)
+            reports[mode]["pages"][path] = entries[mode]
     context.close()
-    return report
+    return reports
+
+
+@pytest.fixture(scope="session", params=MODES)
+def audit(request, audits) -> dict:
+    """The audit of every page in one mode (``audits``): what the tests assert on."""
+    return audits[request.param]
 
 
 def test_the_site_follows_the_readers_colour_preference(audit):
