@@ -43,6 +43,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -246,6 +247,11 @@ class Chapters(NamedTuple):
     versions: dict[str, str]
 
 
+# Each chapter's seconds as the runner printed them, for the suite's closing report
+# (pytest's durations see one setup for all of them).
+SECONDS: dict[str, float] = {}
+
+
 @pytest.fixture(scope="session")
 def chapters(
     colab_python: Path, colab_relpos: Installed, head_commit: str, tmp_path_factory
@@ -254,6 +260,10 @@ def chapters(
     folder = tmp_path_factory.mktemp("chapters")
     reports = _run_runner(colab_python, CHAPTERS, head_commit, folder,
                           "--compare", str(SANITIZE))
+    for name, report in reports.by_name.items():
+        found = re.search(r" in ([0-9.]+) s", report.splitlines()[0])
+        if found:
+            SECONDS[name] = float(found.group(1))
     return Chapters(reports, _probe(colab_python, folder)["versions"])
 
 
