@@ -32,6 +32,7 @@ on the first pass for chapter 12) and ``relpos.book.text.verdicts``.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from collections.abc import Mapping, Sequence
@@ -125,6 +126,20 @@ def _awaits(record: dict[str, Any]) -> bool:
             and not record["evidence"]["keys"])
 
 
+def _top_level_keys(file: Path) -> frozenset[str]:
+    """The top-level keys of the JSON ``file``, read once per version of it."""
+    stat = file.stat()
+    return _keys_of(str(file.resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _keys_of(path: str, mtime_ns: int, size: int) -> frozenset[str]:
+    # The file's time and size are in the key: a rewritten file is read again. A
+    # chapter checks its verdicts against the ledger many times; the evidence files
+    # (megabytes of sweeps) are parsed once.
+    return frozenset(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
 def check_ledger(ledger: dict[str, Any], folder: Path | None = None) -> list[dict]:
     """The records of ``ledger``, each checked; ids and seed claims unique.
 
@@ -154,7 +169,7 @@ def check_ledger(ledger: dict[str, Any], folder: Path | None = None) -> list[dic
                 raise ValueError(f"record {record['id']} evidence file {name} "
                                  "must be among the results (a file name, or "
                                  "a subfolder's 'protocol/sweep.json')")
-            data = json.loads(file.read_text(encoding="utf-8"))
+            data = _top_level_keys(file)
             absent = [k for k in record["evidence"]["keys"] if k not in data]
             if absent:
                 raise ValueError(f"record {record['id']} evidence keys {absent} "
