@@ -28,7 +28,7 @@ TEST_ENV := $(VENV)/.installed-test
 # Where `make lock` finds torch's CPU wheels (overridable, e.g. with --find-links DIR).
 TORCH_CPU ?= --extra-index-url https://download.pytorch.org/whl/cpu
 
-.PHONY: book student-site student-pdf test unit unit-main unit-decoding unit-slow unit-grading unit-fast notebooks site colab clean env student pdf lock sweeps task-sweeps wide-sweeps text-sweeps slides ledger interventions
+.PHONY: book student-site student-pdf test unit unit-main unit-pages unit-slow unit-grading unit-fast notebooks site colab clean env student pdf lock sweeps task-sweeps wide-sweeps text-sweeps slides ledger interventions
 
 env: $(TEST_ENV)
 
@@ -62,8 +62,10 @@ student-site: $(SITE_ENV)
 
 # The suites run in two lanes at once (the machines have two cores), each lane's
 # output printed whole when it ends (--output-sync): the pages (the site, the
-# Colab runs, then two files of slow unit tests, UNIT_DECODING) and the unit tests
+# Colab runs, then three files of slow unit tests, UNIT_PAGES) and the unit tests
 # (slow and fast in one run, then the grading cycle, tests/test_grading.py).
+# UNIT_PAGES is what balances the two lanes: move a file between it and unit-main
+# when one lane ends minutes before the other.
 # Each lane runs every suite (-k) and fails if one fails, on one thread
 # (OMP_NUM_THREADS=1: two lanes of two threads each would share two cores). On a
 # clean clone on a 2-core AMD EPYC (2026-12-06, commit 4dd96cb), one thread a lane,
@@ -79,7 +81,7 @@ test: $(TEST_ENV)
 
 .PHONY: test-pages test-units
 test-pages: $(TEST_ENV)
-	$(MAKE) --no-print-directory -k site colab unit-decoding
+	$(MAKE) --no-print-directory -k site colab unit-pages
 
 test-units: $(TEST_ENV)
 	$(MAKE) --no-print-directory -k unit-main unit-grading
@@ -87,19 +89,20 @@ test-units: $(TEST_ENV)
 # Each suite ends its report with its slowest steps (where test time goes).
 PYTEST := $(BIN)/python -m pytest --durations=15
 UNIT := $(PYTEST) tests --ignore=tests/site --ignore=tests/colab
-# Two files of slow unit tests (the cache and packed documents on every kernel), run
-# apart from unit-main so that a failure in one still lets the other report.
-UNIT_DECODING := tests/test_cache.py tests/test_packing.py
+# Three files of slow unit tests (the cache and packed documents on every kernel, and
+# export to torch.export and ONNX), run in the pages lane, apart from unit-main, so
+# that a failure in one still lets the other report.
+UNIT_PAGES := tests/test_cache.py tests/test_packing.py tests/test_export.py
 
 unit: $(TEST_ENV)
 	$(UNIT)
 
 # The other unit tests, slow and fast, in one run: the suite is collected once.
 unit-main: $(TEST_ENV)
-	$(UNIT) --ignore=tests/test_grading.py $(addprefix --ignore=,$(UNIT_DECODING))
+	$(UNIT) --ignore=tests/test_grading.py $(addprefix --ignore=,$(UNIT_PAGES))
 
-unit-decoding: $(TEST_ENV)
-	$(PYTEST) $(UNIT_DECODING)
+unit-pages: $(TEST_ENV)
+	$(PYTEST) $(UNIT_PAGES)
 
 unit-slow: $(TEST_ENV)
 	$(UNIT) -m slow --ignore=tests/test_grading.py
