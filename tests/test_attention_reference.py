@@ -142,7 +142,9 @@ def test_equals_transformers_long_sequence_log_buckets(backend: str) -> None:
     # n = 600 > max_relative_positions = 512: the log buckets and their saturation are exercised.
     # flex in float64 (torch's uncompiled reference, the same score_mod): the claim is
     # the buckets' arithmetic, not the kernel, whose log buckets in float32 are
-    # compiled above (buckets64/16 at n = 40); a kernel of 608 cost about 6 s of CPU.
+    # compiled above (buckets64/16 at n = 40) and, saturated past
+    # max_relative_positions, in test_encoder.py's flex test (n = 70, k = 32); a
+    # kernel of 608 cost about 6 s of CPU.
     dtype = torch.float64 if backend == "flex" else torch.float32
     error = max_error_vs_reference(
         backend, "buckets512/256", ("c2p", "p2c"), True, 600, dtype, hidden=16, heads=2
