@@ -2,7 +2,8 @@
 
 The ``flex`` backend compiles one kernel per shape, dtype and choice of terms
 (seconds each on the CPU), so it runs on a reduced grid that still sets every
-configuration flag at least once; ``naive`` and ``gather`` run the full grid.
+configuration flag at least once (the long sequence in float64, uncompiled);
+``naive`` and ``gather`` run the full grid.
 All comparisons with ``transformers`` are made on non-padded positions only:
 outputs at padded query rows carry no meaning.
 """
@@ -139,10 +140,16 @@ def test_equals_transformers_without_mask(backend: str) -> None:
 @pytest.mark.parametrize("backend", tuple(relpos.BACKENDS))
 def test_equals_transformers_long_sequence_log_buckets(backend: str) -> None:
     # n = 600 > max_relative_positions = 512: the log buckets and their saturation are exercised.
+    # flex in float64 (torch's uncompiled reference, the same score_mod): the claim is
+    # the buckets' arithmetic, not the kernel, whose log buckets in float32 are
+    # compiled above (buckets64/16 at n = 40) and, saturated past
+    # max_relative_positions, in test_encoder.py's flex test (n = 70, k = 32); a
+    # kernel of 608 cost about 6 s of CPU.
+    dtype = torch.float64 if backend == "flex" else torch.float32
     error = max_error_vs_reference(
-        backend, "buckets512/256", ("c2p", "p2c"), True, 600, torch.float32, hidden=16, heads=2
+        backend, "buckets512/256", ("c2p", "p2c"), True, 600, dtype, hidden=16, heads=2
     )
-    assert error <= TOLERANCE[torch.float32], f"max abs error {error:.3g}"
+    assert error <= TOLERANCE[dtype], f"max abs error {error:.3g}"
 
 
 @pytest.mark.parametrize("backend", ["naive", "gather"])

@@ -392,15 +392,23 @@ def test_a_registered_kernel_is_handed_the_causal_rule_in_its_mask(registry):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "backend, compiler", [("gather", "inductor"), ("flex", "aot_eager")]
+    "backend, compiler", [("gather", "aot_eager"), ("flex", "aot_eager")]
 )
 def test_causal_attention_compiles_as_one_graph(backend, compiler):
-    # No host sync on the causal path either (see tests/test_compile.py).
+    # No host sync on the causal path either (see tests/test_compile.py): dynamo's
+    # capture with fullgraph=True fails on one whatever the backend, so aot_eager
+    # (no kernel generation) checks it; inductor's code generation for this module
+    # is checked in test_compile.py (gather, and flex's gather formulation), and
+    # the causal rule adds one elementwise where to it (a 3 s compile). The eager
+    # side is the same weights on gather: eager flex in float32 would compile its own
+    # kernel (seconds) to check nothing about torch.compile; the compiled causal
+    # kernel equals naive in test_naive_gather_flex_agree_for_causal_deberta.
     module = _deberta("clip4", backend, dtype=torch.float32)
     x, mask = _inputs(3, 6, torch.float32), _padding(6)
     table = _table(module, torch.float32)
     compiled = torch.compile(module, fullgraph=True, backend=compiler)
     with torch.no_grad():
-        expected = module(x, mask, rel_embeddings=table)
+        reference = _deberta("clip4", "gather", dtype=torch.float32)
+        expected = reference(x, mask, rel_embeddings=table)
         got = compiled(x, mask, rel_embeddings=table)
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)

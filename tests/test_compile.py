@@ -12,6 +12,12 @@ flex: inside a compiled module on the CPU, flex runs its gather formulation
 Transformer-XL's captured tensors; see ``relpos.backends.flex``), so a flex
 module compiles with inductor at any length and with ``dynamic=True``, equal to
 eager; on a GPU the kernel becomes part of the graph.
+
+The eager side of a flex comparison is the same weights on ``gather``: eager flex
+in float32 would compile its own CPU kernel per shape (seconds each) and check
+nothing about ``torch.compile``; that eager flex equals gather is checked on the
+compiled kernel in ``test_attention_reference.py``, ``test_causal.py`` and
+``test_flex_lengths.py``.
 """
 
 from __future__ import annotations
@@ -46,8 +52,10 @@ def test_the_attention_compiles_as_one_graph(backend, compiler):
     x, mask = _inputs()
     table = torch.randn(2 * K, HIDDEN)  # (2k, hidden)
     compiled = torch.compile(module, fullgraph=True, backend=compiler)
+    reference = copy.deepcopy(module)
+    reference.backend = "gather"  # eagerly (see the module docstring)
     with torch.no_grad():  # the call of every relpos attention
-        expected = module(x, mask, rel_embeddings=table)
+        expected = reference(x, mask, rel_embeddings=table)
         got = compiled(x, mask, rel_embeddings=table)
     torch.testing.assert_close(got[:, :4], expected[:, :4], rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(got[0], expected[0], rtol=1e-5, atol=1e-5)
@@ -127,7 +135,8 @@ def test_flex_compiles_with_inductor_on_the_cpu(name):
     x, mask = padded(2, 6)
     module = build(name, "flex")
     _compiled_equals_eager(
-        module, dict(x=x, attention_mask=mask), grad=False, compiler="inductor"
+        module, dict(x=x, attention_mask=mask), grad=False, compiler="inductor",
+        eager_backend="gather",
     )
 
 
@@ -140,10 +149,13 @@ def test_flex_compiles_for_every_length(name, dynamic):
     torch._dynamo.reset()
     module = build(name, "flex").eval()
     compiled = torch.compile(module, dynamic=dynamic)
+    reference = copy.deepcopy(module)
+    reference.backend = "gather"  # eagerly (see the module docstring)
     for n in (6, 11, 24):
         x, mask = padded(2, n)
         with torch.no_grad():
-            got, want = compiled(x, attention_mask=mask), module(x, attention_mask=mask)
+            got = compiled(x, attention_mask=mask)
+            want = reference(x, attention_mask=mask)
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 

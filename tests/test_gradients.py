@@ -2,7 +2,9 @@
 
 Small sizes throughout (b=2, n=5, hidden 8, 2 heads, k=3): gradcheck perturbs
 every input entry. On the CPU the flex backend's backward recomputes the gather
-formulation; its forward is still the flex kernel.
+formulation; its forward is still the flex kernel. The one test of the compiled
+kernel (float32) uses ``test_attention_reference.py``'s sizes instead, whose kernel
+is compiled there already.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import pytest
 import torch
 
 import relpos
-from _deberta import make_module, random_inputs, with_backend
+from _deberta import make_module, padding_mask, random_inputs, with_backend
 
 BACKENDS = tuple(relpos.BACKENDS)
 B, N, HIDDEN, HEADS, K = 2, 5, 8, 2, 3
@@ -103,9 +105,12 @@ def test_flex_backward_equals_gather_backward_float32() -> None:
 def test_flex_forward_with_grad_enabled_equals_no_grad_forward() -> None:
     # A module's weights require grad, so a plain call (no torch.no_grad) takes the
     # autograd path; it must compute the same context as inference.
-    module = small_module("flex", torch.float32)
-    x, table = random_inputs(B, N, HIDDEN, K, seed=5)
-    mask = small_mask()
+    # The compiled kernel (float32) at test_attention_reference's sizes (b=3, n=5,
+    # hidden 32, 4 heads, k=8, right and left padding): one kernel compiled there
+    # serves both files, and the grad path (gather) is compared with it all the same.
+    module = make_module("flex", dtype=torch.float32)
+    x, table = random_inputs(3, N, 32, module.span, seed=5)
+    mask = padding_mask(N)
     with torch.no_grad():
         expected = module(x, mask, rel_embeddings=table)
     out = module(x, mask, rel_embeddings=table)
