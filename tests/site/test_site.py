@@ -576,7 +576,11 @@ def test_the_link_audit_reads_each_new_link_style_once(browser):
 
 
 # Every element's colours and the cues the colour rules read, in document order.
-COLOURS = """() => Array.from(document.querySelectorAll('*'), el => {
+# Rendered elements only (the body's, without style, script and the like): a theme
+# or a script may add its <style> elements in another order from one load to the
+# next, which changes no colour.
+COLOURS = """() => Array.from(document.body.querySelectorAll(
+    '*:not(style):not(script):not(link):not(meta):not(noscript):not(template)'), el => {
   const s = getComputedStyle(el);
   return [el.tagName, s.color, s.backgroundColor, s.backgroundImage, s.opacity,
           s.filter, s.textDecoration, s.borderBottomColor, s.outlineColor,
