@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from _contrast import BACKDROP
+from _contrast import BACKDROP, load_axe
 
 # Runs in the page: gives every link of axe's selector a signature (its index in the
 # returned list, in data-relpos-link) and returns the list.
@@ -90,12 +90,13 @@ SIGNATURES = (
 
 # Runs in the page: axe's link-in-text-block rule on the links whose signature is in
 # ``wanted``, the first applicable one of each (``first``) or every applicable one
-# not audited before. Returns the violations (as axe lists them), the signatures of
+# not audited before (axe's own rule, narrowed for this run and then put back).
+# Returns the violations (as axe lists them), the signatures of
 # the links evaluated (``taken``) and of those passed or failed (``decided``).
 RUN = """async ([wanted, first]) => {
   const want = new Set(wanted.map(String));
   const rule = axe._audit.rules.find(r => r.id === 'link-in-text-block');
-  const applies = rule.matches;
+  const [applies, shipped] = [rule.matches, rule.selector];
   const taken = new Set();
   let evaluated = 0;
   rule.selector = '[data-relpos-link]';
@@ -110,8 +111,13 @@ RUN = """async ([wanted, first]) => {
     node.setAttribute('data-relpos-link-audited', '');
     return true;
   };
-  const result = await axe.run(document, {
-    runOnly: {type: 'rule', values: ['link-in-text-block']}, elementRef: true});
+  let result;
+  try {
+    result = await axe.run(document, {
+      runOnly: {type: 'rule', values: ['link-in-text-block']}, elementRef: true});
+  } finally {  // the rule as it was loaded: load_axe's page reuses it
+    [rule.matches, rule.selector] = [applies, shipped];
+  }
   const decided = new Set();
   for (const found of result.violations.concat(result.passes)) {
     for (const node of found.nodes) {
@@ -143,8 +149,8 @@ def link_audit(page: Any, axe_script: str, seen: set[str]) -> dict[str, Any]:
     reach.
     """
     found = page.evaluate(SIGNATURES)
+    load_axe(page, axe_script)
     if found["shadow"]:
-        page.evaluate(axe_script)
         result = page.evaluate(WHOLE)
         return {"violations": result["violations"], "audited": -1}
     signatures: list[str] = found["signatures"]
@@ -154,7 +160,6 @@ def link_audit(page: Any, axe_script: str, seen: set[str]) -> dict[str, Any]:
     for first in (True, False):
         if not wanted:
             break
-        page.evaluate(axe_script)  # a fresh axe: its rule as axe-core ships it
         result = page.evaluate(RUN, [wanted, first])
         seen.update(signatures[int(i)] for i in result["decided"])
         violations += result["violations"]

@@ -5,9 +5,11 @@ serves it on 127.0.0.1, opens every page listed in _toc.yml, and checks that
 math is typeset by the site's own MathJax, images load, the console is clean,
 nothing is fetched from another host, each notebook's Colab link points at that
 notebook in the repository, and hidden exercise solutions open on click.
-It also opens a solution's toggle and checks the bibliography page and a
-citation link, and the API reference: every public name of the core in the site's
-objects.inv, the Shapes sections rendered, a link from the introduction resolved.
+Those checks read the audit's one load of each page (the ``audits`` fixture,
+below), whose toggles are clicked once its audit is done: a page is loaded once in
+all. It also checks the bibliography page and a citation link, and the API
+reference: every public name of the core in the site's objects.inv, the Shapes
+sections rendered, a link from the introduction resolved.
 
 Every built page (a glob of _build/html, not a list) is also read in light and in
 dark mode: loaded once in light mode, then switched to dark as the reader's
@@ -41,6 +43,7 @@ from urllib.parse import urlparse
 import pytest
 import yaml
 from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from sphinx.util.inventory import InventoryFile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +55,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import set_repo_url  # noqa: E402
 from _browser import console_errors_of  # noqa: E402 (tests/site: conftest.py)
-from _contrast import contrast_audit  # noqa: E402
+from _contrast import contrast_audit, load_axe  # noqa: E402
 from _links import link_audit  # noqa: E402
 
 # axe-core's rules for WCAG 2.1 levels A and AA; a finding of these impacts fails.
@@ -124,98 +127,70 @@ def test_readers_see_no_solution_markers_and_whole_outputs(built_site):
 
 
 @pytest.mark.parametrize("source", pages())
-def test_page_in_browser(source, server, browser):
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    console_errors = console_errors_of(page)
-    foreign: list[str] = []
-
-    def record(request):
-        host = urlparse(request.url)
-        if host.scheme in ("http", "https") and host.netloc != urlparse(server).netloc:
-            foreign.append(request.url)
-
-    page.on("request", record)
+def test_page_in_browser(source, audits):
+    """A page of _toc.yml as a reader gets it at 1280 px in light mode, read on the
+    audit's one load of it (``audits``, ``read_as_reader``; its toggles clicked
+    once its audit is done): math typeset by the site's own MathJax, every
+    interactive figure drawn, images loaded with text alternatives, a notebook's
+    Colab link, its setup cell collapsed and its solutions hidden until clicked,
+    a clean console and nothing fetched from another host."""
     stem = Path(source).with_suffix("").as_posix()
-    page.goto(f"{server}/{stem}.html", wait_until="load")
+    reading = audits["reader"].get(f"{stem}.html")
+    assert reading is not None, f"{stem}.html is not among the pages read"
 
     # Math: every formula typeset by the site's own MathJax. Every chapter has math;
     # a page without any (the instructors' page) loads no MathJax at all.
-    raw_math = page.locator("div.math, span.math").count()
+    raw_math = reading["math"]
     if source in CHAPTERS_WITH_MATH:
         assert raw_math > 0, f"{stem} shows no math at all"
     if raw_math:
-        page.wait_for_function(
-            "() => window.MathJax && MathJax.startup && MathJax.startup.promise",
-            timeout=30000,
-        )
-        page.evaluate("() => MathJax.startup.promise")
-        assert page.locator("mjx-container").count() >= raw_math, (
-            f"{stem}: some math was not typeset"
-        )
-        assert page.locator("mjx-merror").count() == 0, f"{stem} has a MathJax error"
-
-    # Interactive figures: every one drawn (a failure to draw is a console error).
-    wait_for_figures(page)
+        assert reading["typeset"] >= raw_math, f"{stem}: some math was not typeset"
+        assert reading["math errors"] == 0, f"{stem} has a MathJax error"
 
     # Images: every one loaded with a real size.
-    broken = page.evaluate(
-        "() => Array.from(document.images)"
-        ".filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)"
-    )
-    assert broken == [], broken
+    assert reading["broken images"] == [], reading["broken images"]
 
     # A text alternative for every figure: a sentence that says what it shows,
     # never its file name (myst-nb's default alt text is the image's path).
-    alts = page.eval_on_selector_all(
-        "article img", "els => els.map(e => e.getAttribute('alt') || '')"
-    )
     file_name = re.compile(r"\.(png|svg|jpe?g)\b")
+    alts = reading["alts"]
     poor = [a for a in alts if len(a.split()) < 5 or file_name.search(a)]
     assert poor == [], f"{stem}: figures without a text alternative: {poor}"
 
-    # Colab launch link: this notebook's path in the repository.
     source_path = ROOT / source
     if not source_path.exists() and (ROOT / f"{source}.ipynb").exists():
         source_path = ROOT / f"{source}.ipynb"
     if source_path.suffix == ".ipynb" or (ROOT / f"{stem}.ipynb").exists():
-        repo = urlparse(set_repo_url.configured_url()).path.strip("/")
-        expected = (
-            f"https://colab.research.google.com/github/{repo}/blob/main/{stem}.ipynb"
-        )
-        links = page.eval_on_selector_all(
-            "a[href*='colab.research.google.com']", "els => els.map(e => e.href)"
-        )
-        assert expected in links, (expected, links)
-
-        # The setup cell: collapsed, open on click.
-        hidden = page.locator("details.hide.above-input")
-        assert hidden.count() >= 1, f"{stem}: the setup cell is not collapsed"
-        first = hidden.first
-        assert first.evaluate("el => el.open") is False
-        first.locator("summary").click()
-        assert first.evaluate("el => el.open") is True
-        assert first.locator("pre").first.is_visible()
-
-        # Exercises: numbered, each with a solution that is hidden until its toggle.
-        exercises = len(EXERCISE.findall(source_path.read_text()))
-        assert page.locator("div.exercise").count() == exercises, stem
-        solutions = page.locator("div.solution.dropdown")
-        assert solutions.count() == exercises, f"{stem}: {solutions.count()} solutions"
-        if exercises:
-            solution = solutions.first
-            body = solution.locator("section").first
-            assert not body.is_visible(), f"{stem}: a solution shows before its toggle"
-            solution.locator("button.toggle-button").click()
-            body.wait_for(state="visible", timeout=5000)
-            assert "correct." in body.inner_text(), f"{stem}: no check output shown"
-
-    if KEEP_SHOTS:
-        shot = SHOTS / f"{stem.replace('/', '_')}.png"
-        page.screenshot(path=str(shot), full_page=True)
-    assert console_errors == [], console_errors
+        check_notebook_page(stem, source_path, reading)
+    errors, foreign = reading["console errors"], reading["foreign"]
+    assert errors == [], errors
     assert foreign == [], foreign
-    page.close()
+
+
+def check_notebook_page(stem: str, source_path: Path, reading: dict) -> None:
+    """A notebook's page: its Colab link, its setup cell collapsed and opening on
+    click, its exercises numbered, each solution hidden until its toggle."""
+    repo = urlparse(set_repo_url.configured_url()).path.strip("/")
+    expected = f"https://colab.research.google.com/github/{repo}/blob/main/{stem}.ipynb"
+    assert expected in reading["colab links"], (expected, reading["colab links"])
+
+    # The setup cell: collapsed, open on click.
+    assert reading["setup cells"] >= 1, f"{stem}: the setup cell is not collapsed"
+    was_open, opened, code_shown = reading["setup cell"]
+    assert was_open is False
+    assert opened is True
+    assert code_shown, f"{stem}: the setup cell's code is not shown once open"
+
+    # Exercises: numbered, each with a solution that is hidden until its toggle.
+    exercises = len(EXERCISE.findall(source_path.read_text()))
+    assert reading["exercises"] == exercises, stem
+    solutions = reading["solutions"]
+    assert solutions == exercises, f"{stem}: {solutions} solutions"
+    if exercises:
+        shown_before, shown, text = reading["solution"]
+        assert not shown_before, f"{stem}: a solution shows before its toggle"
+        assert shown, f"{stem}: a solution stays hidden after its toggle"
+        assert "correct." in text, f"{stem}: no check output shown"
 
 
 def test_bibliography_lists_every_cited_work(server, browser):
@@ -414,6 +389,9 @@ AXE_OPTIONS = {
     "resultTypes": ["violations"],
 }
 MODES = ("light", "dark")
+# Runs in the page: axe's audit of the whole page with ``options`` (what
+# axe_playwright_python's Axe.run does, without loading axe again).
+WHOLE_PAGE = "options => axe.run(document, options)"
 
 
 def new_seen() -> dict[str, set[str]]:
@@ -427,8 +405,9 @@ def audit_page(page, axe: Axe, mode: str, seen: dict[str, set[str]]) -> dict:
     the elements of the signatures ``seen`` lacks (added to it). Returns axe's
     violations."""
     violations = []
+    load_axe(page, axe.axe_script)  # once per load: both modes' runs share it
     if mode == "light":
-        violations += axe.run(page, options=AXE_OPTIONS).response["violations"]
+        violations += page.evaluate(WHOLE_PAGE, AXE_OPTIONS)["violations"]
     for audit, kind in ((contrast_audit, "contrast"), (link_audit, "links")):
         violations += audit(page, axe.axe_script, seen[kind])["violations"]
     return {"violations": violations}
@@ -457,19 +436,23 @@ def switch_to(page, mode: str) -> None:
 HIDDEN_LINK = "<a href='#' style='color:#333;text-decoration:none'>{}</a>"
 
 
+# An image without alt text, faint text, a link told from its text by colour alone.
+KNOWN_VIOLATIONS = (
+    "<html lang='en'><head><title>probe</title></head><body><main>"
+    "<img src='data:image/gif;base64,R0lGODlhAQABAAAAACw='>"
+    "<p style='color:#bbb;background:#fff'>faint text</p>"
+    f"<p style='color:#000'>text, {HIDDEN_LINK.format('a link')}, text</p>"
+    "</main></body></html>"
+)
+
+
 def test_the_audit_finds_a_known_violation(browser):
     """An image without alt text, faint text and a link told from its text by colour
     alone are found: critical and serious."""
     page = browser.new_page()
     found = {}
     for mode in ("light", "dark"):
-        page.set_content(
-            "<html lang='en'><head><title>probe</title></head><body><main>"
-            "<img src='data:image/gif;base64,R0lGODlhAQABAAAAACw='>"
-            "<p style='color:#bbb;background:#fff'>faint text</p>"
-            f"<p style='color:#000'>text, {HIDDEN_LINK.format('a link')}, text</p>"
-            "</main></body></html>"
-        )
+        page.set_content(KNOWN_VIOLATIONS)
         result = audit_page(page, Axe(), mode, new_seen())
         found[mode] = findings(result, FAILING_IMPACTS)
     page.close()
@@ -593,12 +576,45 @@ def test_the_link_audit_reads_each_new_link_style_once(browser):
 
 
 # Every element's colours and the cues the colour rules read, in document order.
-COLOURS = """() => Array.from(document.querySelectorAll('*'), el => {
+# Rendered elements only (the body's, without style, script and the like): a theme
+# or a script may add its <style> elements in another order from one load to the
+# next, which changes no colour.
+COLOURS = """() => Array.from(document.body.querySelectorAll(
+    '*:not(style):not(script):not(link):not(meta):not(noscript):not(template)'), el => {
   const s = getComputedStyle(el);
   return [el.tagName, s.color, s.backgroundColor, s.backgroundImage, s.opacity,
           s.filter, s.textDecoration, s.borderBottomColor, s.outlineColor,
           s.webkitTextFillColor, s.textShadow].join(' | ');
 })"""
+
+
+# Runs in the page: the two colour rules as loaded, every property a run reads.
+COLOUR_RULES_AS_LOADED = """ids => axe._audit.rules.filter(r => ids.includes(r.id))
+  .map(r => [r.id, String(r.selector), String(r.matches), r.enabled])"""
+
+
+def test_the_colour_audits_leave_axe_as_they_found_it(browser):
+    """The audits of one page load share one axe (``load_axe``): the colour audits
+    put back the rules they narrow, so each later run (the next mode's, or the
+    whole-page audit) runs axe's rules as loaded. A second audit of the same page
+    finds what the first found."""
+    page = browser.new_page()
+    page.set_content(KNOWN_VIOLATIONS)
+    axe = Axe()
+    load_axe(page, axe.axe_script)
+    loaded = page.evaluate(COLOUR_RULES_AS_LOADED, list(COLOUR_RULES))
+    found = [audit_page(page, axe, "light", new_seen()) for _ in range(2)]
+    after = page.evaluate(COLOUR_RULES_AS_LOADED, list(COLOUR_RULES))
+    page.close()
+    assert len(loaded) == 2 and after == loaded, (loaded, after)
+    # rule, impact, where (the nodes' HTML holds the first audit's marks)
+    first, second = (
+        [line.split(": ", 1)[0] for line in findings(result, FAILING_IMPACTS)]
+        for result in found
+    )
+    for rule in ("image-alt", *COLOUR_RULES):
+        assert any(line.startswith(rule) for line in first), (rule, first)
+    assert first == second, (first, second)
 
 
 def test_a_change_of_preference_restyles_the_page_as_a_load_does(server, browser):
@@ -642,6 +658,71 @@ def test_the_colour_rules_are_the_wcag_ones(browser):
     assert sorted(rules) == sorted(COLOUR_RULES), rules
 
 
+IMAGES_NOT_LOADED = """() => Array.from(document.images)
+  .filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)"""
+
+
+def read_as_reader(page) -> dict:
+    """What test_page_in_browser asserts on, read on the page as loaded and drawn
+    (math typeset, figures live): its math, images, figures' text alternatives,
+    Colab links, exercises and solutions."""
+    return {
+        "math": page.locator("div.math, span.math").count(),
+        "typeset": page.locator("mjx-container").count(),
+        "math errors": page.locator("mjx-merror").count(),
+        "broken images": page.evaluate(IMAGES_NOT_LOADED),
+        "alts": page.eval_on_selector_all(
+            "article img", "els => els.map(e => e.getAttribute('alt') || '')"
+        ),
+        "colab links": page.eval_on_selector_all(
+            "a[href*='colab.research.google.com']", "els => els.map(e => e.href)"
+        ),
+        "exercises": page.locator("div.exercise").count(),
+        "solutions": page.locator("div.solution.dropdown").count(),
+    }
+
+
+def open_toggles(page) -> dict:
+    """Click the first collapsed setup cell and the first solution's toggle, as a
+    reader does: for each, whether it was shut, whether it opened and what shows."""
+    reading: dict = {}
+    hidden = page.locator("details.hide.above-input")
+    reading["setup cells"] = hidden.count()
+    if reading["setup cells"]:
+        first = hidden.first
+        was_open = first.evaluate("el => el.open")
+        first.locator("summary").click()
+        opened = first.evaluate("el => el.open")
+        code_shown = first.locator("pre").first.is_visible()
+        reading["setup cell"] = (was_open, opened, code_shown)
+    solutions = page.locator("div.solution.dropdown")
+    if solutions.count():
+        solution = solutions.first
+        body = solution.locator("section").first
+        shown_before = body.is_visible()
+        solution.locator("button.toggle-button").click()
+        try:
+            body.wait_for(state="visible", timeout=5000)
+        except PlaywrightTimeout:
+            reading["solution"] = (shown_before, False, "")
+        else:
+            reading["solution"] = (shown_before, True, body.inner_text())
+    return reading
+
+
+def foreign_requests_of(page, server: str) -> list[str]:
+    """The list that collects the URLs ``page`` requests from another host."""
+    foreign: list[str] = []
+
+    def record(request) -> None:
+        host = urlparse(request.url)
+        if host.scheme in ("http", "https") and host.netloc != urlparse(server).netloc:
+            foreign.append(request.url)
+
+    page.on("request", record)
+    return foreign
+
+
 def read_page(page, axe: Axe, mode: str, seen: dict[str, set[str]]) -> dict:
     """What the tests assert on for the open page in ``mode``, at 1280 px: the
     theme it shows, axe-core's findings, the blocks wider than their column."""
@@ -658,41 +739,67 @@ def read_page(page, axe: Axe, mode: str, seen: dict[str, set[str]]) -> dict:
 def audits(built_site, server, browser) -> dict[str, dict]:
     """Every page loaded once and read in both modes, by one page object.
 
-    Each page is loaded in light mode, read (``read_page``: every WCAG 2.1 A/AA
+    Each page is loaded in light mode at 1280 px and read as a reader gets it
+    (``read_as_reader``), then audited (``read_page``: every WCAG 2.1 A/AA
     rule), then the reader's preference turns dark on the open page (the theme
     follows it: ``switch_to``) and it is read again (the colour rules). Then at
-    390 px: the page's width against the screen's, in both modes.
+    390 px: the page's width against the screen's, in both modes. Last, back in
+    light mode at 1280 px, its first setup cell and solution are clicked open
+    (``open_toggles``). "reader" holds, per page, what test_page_in_browser
+    asserts on: the reader's reading, the clicks', the requests to another host
+    over the whole visit and the console's errors but the audit's (axe fetches a
+    stylesheet's @import relative to the page: a 404 no reader meets).
     """
     SHOTS.mkdir(parents=True, exist_ok=True)
     context = browser.new_context(
         viewport={"width": WIDE, "height": 900}, color_scheme="light"
     )
     page = context.new_page()
+    errors, foreign = console_errors_of(page), foreign_requests_of(page, server)
     axe = Axe()
     seen = {mode: new_seen() for mode in MODES}  # per mode: signatures audited
     reports: dict = {mode: {"mode": mode, "pages": {}} for mode in MODES}
+    reports["reader"] = {}
     for path in built_pages(built_site):
+        errors.clear()
+        foreign.clear()
         page.emulate_media(color_scheme=MODES[0])
         page.set_viewport_size({"width": WIDE, "height": 900})
         page.goto(f"{server}/{path}", wait_until="load")
         wait_for_math(page)
         wait_for_figures(page)
-        entries = {}
-        for mode in MODES:
-            if mode != MODES[0]:
-                switch_to(page, mode)
-            entries[mode] = read_page(page, axe, mode, seen[mode])
-        if KEEP_SHOTS:  # the page is in dark mode
-            name = "dark_" + path.removesuffix(".html").replace("/", "_")
-            page.screenshot(path=str(SHOTS / f"{name}.png"))
-        page.set_viewport_size({"width": PHONE, "height": 844})
-        for mode in reversed(MODES):  # the page is in the last mode already
-            if mode != MODES[-1]:
-                switch_to(page, mode)
-            entries[mode]["phone width"] = page.evaluate(PAGE_WIDTH)
-            reports[mode]["pages"][path] = entries[mode]
+        reading = read_as_reader(page)
+        read_before_audit = len(errors)
+        audit_both_modes(page, axe, seen, reports, path)
+        del errors[read_before_audit:]  # axe's own: it fetches @import-ed CSS
+        page.set_viewport_size({"width": WIDE, "height": 900})
+        reading.update(open_toggles(page))
+        if KEEP_SHOTS:  # light mode, as a reader opened it
+            name = path.removesuffix(".html").replace("/", "_")
+            page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+        reading["console errors"], reading["foreign"] = list(errors), list(foreign)
+        reports["reader"][path] = reading
     context.close()
     return reports
+
+
+def audit_both_modes(page, axe: Axe, seen: dict, reports: dict, path: str) -> None:
+    """The open page (light mode, 1280 px) read in both modes (``read_page``),
+    then at 390 px; the page ends in light mode, at 390 px."""
+    entries = {}
+    for mode in MODES:
+        if mode != MODES[0]:
+            switch_to(page, mode)
+        entries[mode] = read_page(page, axe, mode, seen[mode])
+    if KEEP_SHOTS:  # the page is in dark mode
+        name = "dark_" + path.removesuffix(".html").replace("/", "_")
+        page.screenshot(path=str(SHOTS / f"{name}.png"))
+    page.set_viewport_size({"width": PHONE, "height": 844})
+    for mode in reversed(MODES):  # the page is in the last mode already
+        if mode != MODES[-1]:
+            switch_to(page, mode)
+        entries[mode]["phone width"] = page.evaluate(PAGE_WIDTH)
+        reports[mode]["pages"][path] = entries[mode]
 
 
 @pytest.fixture(scope="session", params=MODES)
