@@ -68,11 +68,11 @@ student-site: $(SITE_ENV)
 # when one lane ends minutes before the other.
 # Each lane runs every suite (-k) and fails if one fails, on one thread
 # (OMP_NUM_THREADS=1: two lanes of two threads each would share two cores). On a
-# clean clone on a 2-core AMD EPYC (2026-12-06, commit 4dd96cb), one thread a lane,
-# torch's inductor cache empty, nothing else running: site 8.2, colab 7.4, grading
-# 3.6; unit-main 14.5, decoding 1.3 minutes; 19.8 minutes in all with the install
-# (0.6), lanes then split as site, colab, grading and unit-main, decoding. That is
-# above the 15 minutes make test is meant to stay under. The stored notebooks are
+# clean clone on a 2-core AMD EPYC (2026-12-06, commit fcb787a), one thread a lane,
+# torch's inductor cache empty, nothing else running: site 6.4, colab 5.8,
+# unit-pages 2.5 (pages 14.8); unit-main 10.1, grading 3.9 (units 14.0 minutes);
+# 15.7 minutes in all with the install (0.9), 1766 s of CPU on the two cores. The
+# same tree on CI has taken 11 to 15% less time than on this machine. The stored notebooks are
 # checked inside `colab`: each chapter runs once, alone, under nbval there (`make
 # notebooks` runs nbval here, in .venv, without the Colab part).
 test: $(TEST_ENV)

@@ -3,10 +3,10 @@
 Built once per session from the instructors' site that the other site tests
 build (``built_site``): its Sphinx cache and pages are copied to _build/students/
 and the students' edition is built there (RELPOS_EDITION=students, warnings as
-errors), so that only the pages the edition changes, the chapters and this page
-of the instructors', are read and written again: seconds, not a second whole
-build. Its LaTeX is then written from the same cache (not typeset: xelatex adds
-nothing to what the LaTeX holds).
+errors). The copied cache does not yet save the reading: the edition changes
+Sphinx's configuration (book/_ext/editions.py sets ``exclude_patterns``), so
+Sphinx reads every page again (about 24 s of CPU). Its LaTeX is then written from
+the students' cache (not typeset: xelatex adds nothing to what the LaTeX holds).
 
 Every line of every solution (tests/_solutions.py) is in the instructors' page
 and in none of the students'; the students' pages have no solution toggle, the
