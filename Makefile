@@ -72,9 +72,9 @@ student-site: $(SITE_ENV)
 # torch's inductor cache empty, nothing else running: site 6.4, colab 5.8,
 # unit-pages 2.5 (pages 14.8); unit-main 10.1, grading 3.9 (units 14.0 minutes);
 # 15.7 minutes in all with the install (0.9), 1766 s of CPU on the two cores. The
-# same tree on CI has taken 11 to 15% less time than on this machine. The stored notebooks are
-# checked inside `colab`: each chapter runs once, alone, under nbval there (`make
-# notebooks` runs nbval here, in .venv, without the Colab part).
+# same tree on CI has taken 11 to 15% less time than on this machine. The stored
+# notebooks are checked inside `colab`: each chapter runs once, alone, under nbval
+# there (`make notebooks` runs nbval here, in .venv, without the Colab part).
 test: $(TEST_ENV)
 	OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=target \
 	  test-pages test-units
