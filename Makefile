@@ -62,7 +62,7 @@ student-site: $(SITE_ENV)
 
 # The suites run in two lanes at once (the machines have two cores), each lane's
 # output printed whole when it ends (--output-sync): the pages (the site, the
-# Colab runs, then three files of slow unit tests, UNIT_PAGES) and the unit tests
+# Colab runs, then two files of slow unit tests, UNIT_PAGES) and the unit tests
 # (slow and fast in one run, then the grading cycle, tests/test_grading.py).
 # UNIT_PAGES is what balances the two lanes: move a file between it and unit-main
 # when one lane ends minutes before the other.
@@ -89,10 +89,10 @@ test-units: $(TEST_ENV)
 # Each suite ends its report with its slowest steps (where test time goes).
 PYTEST := $(BIN)/python -m pytest --durations=15
 UNIT := $(PYTEST) tests --ignore=tests/site --ignore=tests/colab
-# Three files of slow unit tests (the cache and packed documents on every kernel, and
-# export to torch.export and ONNX), run in the pages lane, apart from unit-main, so
-# that a failure in one still lets the other report.
-UNIT_PAGES := tests/test_cache.py tests/test_packing.py tests/test_export.py
+# Two files of slow unit tests (the cache on every kernel, and export to torch.export
+# and ONNX), run in the pages lane, apart from unit-main, so that a failure in one
+# still lets the other report.
+UNIT_PAGES := tests/test_cache.py tests/test_export.py
 
 unit: $(TEST_ENV)
 	$(UNIT)
