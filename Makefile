@@ -68,10 +68,10 @@ student-site: $(SITE_ENV)
 # when one lane ends minutes before the other.
 # Each lane runs every suite (-k) and fails if one fails, on one thread
 # (OMP_NUM_THREADS=1: two lanes of two threads each would share two cores). On a
-# clean clone on a 2-core AMD EPYC (2026-12-06, commit fcb787a), one thread a lane,
-# torch's inductor cache empty, nothing else running: site 6.4, colab 5.8,
-# unit-pages 2.5 (pages 14.8); unit-main 10.1, grading 3.9 (units 14.0 minutes);
-# 15.7 minutes in all with the install (0.9), 1766 s of CPU on the two cores. The
+# clean clone on a 2-core AMD EPYC (2026-12-06, commit fb39e2b), one thread a lane,
+# torch's inductor cache empty, nothing else running: site 5.8, colab 5.2,
+# unit-pages 3.0 (pages 14.0); unit-main 9.7, grading 3.7 (units 13.4 minutes);
+# 14.8 minutes in all with the install (0.7), 1678 s of CPU on the two cores. The
 # same tree on CI has taken 11 to 15% less time than on this machine. The stored
 # notebooks are checked inside `colab`: each chapter runs once, alone, under nbval
 # there (`make notebooks` runs nbval here, in .venv, without the Colab part).
