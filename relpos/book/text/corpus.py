@@ -92,11 +92,11 @@ def module_name(relative: Path) -> str | None:
     None when the file is not a module of the corpus (see the module docstring).
     """
     parts = relative.with_suffix("").parts
-    if relative.suffix != ".py" or not all(p.isidentifier() for p in parts):
+    if relative.suffix != ".py" or not parts or parts[0] in LEFT_OUT:
         return None
-    if parts[0] in LEFT_OUT or TEST_FOLDERS & set(parts[:-1]):
+    if not _may_hold_modules(parts[:-1]):
         return None
-    if parts[-1].startswith("test_"):
+    if not parts[-1].isidentifier() or parts[-1].startswith("test_"):
         return None
     if parts[-1] == "__init__":
         parts = parts[:-1]
@@ -114,7 +114,10 @@ def stdlib_modules(root: str | Path | None = None) -> dict[str, Path]:
     found = {}
     for folder, subfolders, files in os.walk(root):
         here = Path(folder)
-        subfolders[:] = [s for s in subfolders if _may_hold_modules(here / s, root)]
+        subfolders[:] = [
+            s for s in subfolders
+            if _may_hold_modules((here / s).relative_to(root).parts)
+        ]
         for file in files:
             path = here / file
             name = module_name(path.relative_to(root))
@@ -123,14 +126,14 @@ def stdlib_modules(root: str | Path | None = None) -> dict[str, Path]:
     return dict(sorted(found.items()))
 
 
-def _may_hold_modules(folder: Path, root: Path) -> bool:
-    """False for a folder no module of the corpus lies in (not walked): a part
-    that is no identifier (``site-packages``), a test folder, a package left out.
-    The rule is :func:`module_name`'s; every file found is still passed to it."""
-    parts = folder.relative_to(root).parts
+def _may_hold_modules(parts: tuple[str, ...]) -> bool:
+    """Whether modules of the corpus lie in the folder of these path ``parts``
+    (relative to the root): False for a part that is no identifier
+    (``site-packages``), a test folder, or a package left out. The walk skips the
+    folders it refuses, and :func:`module_name` applies it to a file's folders."""
     return (
         all(p.isidentifier() for p in parts)
-        and parts[0] not in LEFT_OUT
+        and (not parts or parts[0] not in LEFT_OUT)
         and not TEST_FOLDERS & set(parts)
     )
 
