@@ -27,6 +27,7 @@ from relpos.book.bench import profile
 from relpos.book.experiments import Config
 from relpos.book.experiments import cli as experiments_cli
 from relpos.book.experiments import sweep
+from relpos.book.runner import EngineOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -265,8 +266,9 @@ def test_experiments_get_to_the_work_with_good_flags(work, tmp_path):
     assert base == Config(hidden_size=16, intermediate_size=32, learning_rate=1e-3)
     assert keywords["learning_rates"] == [1e-3, 3e-3, 1e-2]
     assert keywords["tune_seeds"] == [100, 101] and keywords["max_rates"] == 8
-    assert keywords["settings"] == ["encoder"] and keywords["engine"] == "local"
-    assert keywords["workers"] == (os.cpu_count() or 1)
+    assert keywords["settings"] == ["encoder"]
+    assert keywords["options"] == EngineOptions("local", os.cpu_count() or 1, None, 1)
+    assert keywords["options"] == EngineOptions()  # the flags' defaults are its own
     assert keywords["runs_dir"] == tmp_path / "sweep.runs"
 
 
@@ -297,11 +299,9 @@ def test_experiments_hand_the_engine_flags_to_the_sweep(work, tmp_path):
     assert base.learning_rate == 0.002 and keywords["learning_rates"] == [0.002]
     assert keywords["tune_seeds"] == []  # one rate: nothing to tune, no overlap
     assert keywords["settings"] == ["encoder", "causal"]
-    assert (keywords["engine"], keywords["scheduler"]) == (
-        "dask",
-        "tcp://127.0.0.1:8786",
+    assert keywords["options"] == EngineOptions(
+        engine="dask", workers=3, scheduler="tcp://127.0.0.1:8786", threads=2
     )
-    assert (keywords["workers"], keywords["threads"]) == (3, 2)
     assert keywords["runs_dir"] == tmp_path / "records"
     assert (tmp_path / "records").is_dir()
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime
 import os
 import platform
@@ -234,15 +235,43 @@ def check_outputs(
     return runs_dir_from_args(parser, args)
 
 
+@dataclasses.dataclass(frozen=True)
+class EngineOptions:
+    """Where a sweep's runs go: ``experiments.engine.open_engine``'s options.
+
+    ``engine``: ``"local"`` processes or ``"dask"``; ``workers``: runs at the
+    same time; ``scheduler``: the Dask scheduler (None with ``"local"``);
+    ``threads``: torch threads of each run. The default is the flags' own
+    (:func:`add_engine_flags`): local, one worker per CPU, one thread.
+    """
+
+    engine: str = "local"
+    workers: int = dataclasses.field(default_factory=default_workers)
+    scheduler: str | None = None
+    threads: int = 1
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> EngineOptions:
+        """The options :func:`add_engine_flags`' flags were given."""
+        return cls(args.engine, args.workers, args.scheduler, args.threads)
+
+    def replace(self, **fields: Any) -> EngineOptions:
+        """These options with ``fields`` (any of the four, by name) changed: how
+        a sweep takes the old keywords ``engine=``, ``workers=``, ... one by one."""
+        return dataclasses.replace(self, **fields)
+
+    def header(self) -> dict[str, Any]:
+        """The machine header of a result JSON run with these options
+        (:func:`run_header`)."""
+        return run_header(self.threads, self.engine, self.workers)
+
+
 def engine_options(args: argparse.Namespace, runs_dir: Any) -> dict[str, Any]:
     """The keyword arguments every sweep runner takes from :func:`add_engine_flags`'
-    flags: ``engine``, ``workers``, ``scheduler``, ``threads``, ``runs_dir`` and
+    flags: ``options`` (an :class:`EngineOptions`), ``runs_dir`` and
     ``progress``."""
     return dict(
-        engine=args.engine,
-        workers=args.workers,
-        scheduler=args.scheduler,
-        threads=args.threads,
+        options=EngineOptions.from_args(args),
         runs_dir=runs_dir,
         progress=not args.quiet,
     )
@@ -347,40 +376,27 @@ class Runs:
     ) -> tuple[dict[Hashable, dict[str, Any]], list[dict], list[dict]]:
         """Chapter 12's protocol over ``cells``: each cell's rate tuned, then its seeds.
 
-        Every cell trains at every rate on every seed of ``tune_seeds``; its
-        score is the mean ``score`` of those runs (``mean_by_job``); the grid
-        grows past an edge holding the best until the best is interior or it
-        holds ``max_rates`` rates (``rate_grid.tune_rates``). Each cell's
-        ``seeds`` then train at its chosen rate. ``make(kind, cell, seed,
-        rate)`` is the job of one run. With one rate nothing is tuned: every
-        cell trains at it (``scores`` ``[None]``, ``bracketed`` None).
-        Returns ``(chosen, tuning records, measured records)``; ``chosen`` is
-        ``tune_rates``' (``rates``, ``scores``, ``chosen``, ``bracketed`` per
-        cell), the records in the order of cells, then rates, then seeds.
+        The rates are tuned by :func:`tune_on_seeds` (``score`` of one tuning
+        run's record); each cell's ``seeds`` then train at its chosen rate.
+        ``make(kind, cell, seed, rate)`` is the job of one run. With one rate
+        nothing is tuned: every cell trains at it (``scores`` ``[None]``,
+        ``bracketed`` None). Returns ``(chosen, tuning records, measured
+        records)``; ``chosen`` is ``tune_rates``' (``rates``, ``scores``,
+        ``chosen``, ``bracketed`` per cell), the records in the order of
+        cells, then rates, then seeds.
         """
-        from .experiments.rate_grid import tune_rates
-
         rates = list(learning_rates)
-        tuning: list[dict[str, Any]] = []
 
-        def measure(jobs: list[tuple[Hashable, float]]) -> list[float | None]:
-            configs = [
-                make("tuning", cell, seed, rate)
-                for cell, rate in jobs
-                for seed in tune_seeds
-            ]
-            records = self("tuning", configs)
-            tuning.extend(records)
-            return mean_by_job(records, len(tune_seeds), score)
+        def run(jobs: list[tuple[Hashable, float, int]]) -> list[dict[str, Any]]:
+            configs = [make("tuning", cell, seed, rate) for cell, rate, seed in jobs]
+            return self("tuning", configs)
 
         if len(rates) > 1:
-            chosen = tune_rates(list(cells), rates, measure, max_rates=max_rates)
+            chosen, tuning = tune_on_seeds(
+                cells, rates, run, score, tune_seeds=tune_seeds, max_rates=max_rates
+            )
         else:
-            chosen = {
-                cell: {"rates": rates, "scores": [None], "chosen": rates[0],
-                       "bracketed": None}
-                for cell in cells
-            }
+            chosen, tuning = {cell: _untuned(rates[0]) for cell in cells}, []
         jobs = [
             make("measured", cell, seed, chosen[cell]["chosen"])
             for cell in cells
@@ -389,30 +405,74 @@ class Runs:
         return chosen, tuning, self("measured", jobs, description=description)
 
 
+def _untuned(rate: float) -> dict[str, Any]:
+    return {"rates": [rate], "scores": [None], "chosen": rate, "bracketed": None}
+
+
+def tune_on_seeds(
+    cells: Sequence[Hashable],
+    grid: Sequence[float],
+    run: Callable[[list[tuple[Hashable, float, int]]], list[dict[str, Any]]],
+    score: Callable[[dict[str, Any]], float | None],
+    *,
+    tune_seeds: Sequence[int],
+    max_rates: int,
+) -> tuple[dict[Hashable, dict[str, Any]], list[dict[str, Any]]]:
+    """Chapter 12's tuning of the rates of ``cells``: the one path every sweep takes.
+
+    ``run(jobs)`` trains one tuning run per ``(cell, rate, seed)`` job and
+    returns their records in the same order. Every cell trains at every rate
+    of ``grid`` on every seed of ``tune_seeds``; its score at a rate is the
+    mean ``score`` of those runs (:func:`mean_by_job`; None, a diverged run,
+    where one scores None); the grid grows past an edge holding the best
+    until the best is interior or it holds ``max_rates`` rates
+    (``rate_grid.tune_rates``). Returns ``(chosen, records)``: ``tune_rates``'
+    ``rates``, ``scores``, ``chosen`` and ``bracketed`` per cell, and every
+    tuning record, round by round, in the order of cells, then rates, then seeds.
+    """
+    from .experiments.rate_grid import tune_rates
+
+    seeds = list(tune_seeds)
+    if not seeds:
+        raise ValueError(f"tune_seeds must hold at least one seed, got {seeds!r}")
+    records: list[dict[str, Any]] = []
+
+    def measure(jobs: list[tuple[Hashable, float]]) -> list[float | None]:
+        found = run([(cell, rate, seed) for cell, rate in jobs for seed in seeds])
+        records.extend(found)
+        return mean_by_job(found, len(seeds), score)
+
+    return tune_rates(list(cells), grid, measure, max_rates=max_rates), records
+
+
 @contextlib.contextmanager
 def open_runs(
     store: Any,
+    options: EngineOptions | None = None,
     *,
-    engine: str = "local",
-    workers: int | None = None,
-    scheduler: str | None = None,
-    threads: int = 1,
     job: Callable[[str, Any, int], dict[str, Any]] | None = None,
     progress: bool = True,
     label: Callable[[str, Any], str] | None = None,
+    **old: Any,
 ) -> Iterator[Runs]:
     """The run loop of a sweep, open for the ``with`` block.
 
-    ``store``: a ``RunStore`` (:func:`store`); ``engine``, ``workers``,
-    ``scheduler``, ``threads`` and ``job`` (default: the experiments'
-    ``run_job``) are ``experiments.engine.open_engine``'s; ``label`` names a
-    finished run on the progress bar.
+    ``store``: a ``RunStore`` (:func:`store`); ``options`` (default
+    :class:`EngineOptions`'; ``old``: its fields one by one, as
+    ``workers=1``) and ``job`` (default: the experiments' ``run_job``) are
+    ``experiments.engine.open_engine``'s; ``label`` names a finished run on
+    the progress bar.
     """
     from .experiments.engine import open_engine
 
+    options = (EngineOptions() if options is None else options).replace(**old)
     extra = {} if job is None else {"job": job}
     with open_engine(
-        engine, workers=workers, scheduler=scheduler, threads=threads, **extra
+        options.engine,
+        workers=options.workers,
+        scheduler=options.scheduler,
+        threads=options.threads,
+        **extra,
     ) as executor:
         yield Runs(executor, store, progress=progress, label=label)
 
@@ -440,6 +500,7 @@ def mean_by_job(
 __all__ = [
     "ENGINES",
     "MIN_RATES",
+    "EngineOptions",
     "Runs",
     "add_engine_flags",
     "add_tuning_flags",
@@ -454,5 +515,6 @@ __all__ = [
     "run_header",
     "runs_dir_from_args",
     "store",
+    "tune_on_seeds",
     "tuning_from_args",
 ]

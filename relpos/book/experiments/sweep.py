@@ -95,7 +95,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ..runner import machine_info, open_runs, run_header
+from ..runner import EngineOptions, machine_info, open_runs, run_header
 from ..runner import store as runs_store
 from ..stats import bootstrap_interval
 from .config import SETTINGS, Config
@@ -237,14 +237,12 @@ def run_sweep(
     learning_rates: list[float] | None = None,
     tune_seeds: list[int] = (),
     max_rates: int = 8,
-    engine: str = "local",
-    workers: int = 1,
-    scheduler: str | None = None,
-    threads: int = 1,
+    options: EngineOptions = EngineOptions(workers=1),
     runs_dir: str | os.PathLike | None = None,
     progress: bool = True,
     command: str | None = None,
     stamp: Mapping[str, Any] | None = None,
+    **old: Any,
 ) -> dict[str, Any]:
     """Tune, train and measure every (setting, task, scheme, size, seed): the JSON dict.
 
@@ -256,8 +254,8 @@ def run_sweep(
     number of training sequences, the grid grows past an edge holding the best
     validation loss until the best is interior or the grid holds ``max_rates``
     rates (``tuning.tune_cells``), and the cell's measured runs use the best
-    rate. ``engine``, ``workers``, ``scheduler``
-    and ``threads`` are :func:`open_engine`'s; ``runs_dir`` is the runs folder
+    rate. ``options`` are :func:`open_engine`'s (``old``: its fields one by
+    one, as ``workers=2``); ``runs_dir`` is the runs folder
     (``None``: records in memory only, nothing to resume from), ``stamp``
     what keys its records besides kind and config (``store.RunStore``; default
     the sweep schema and the version). The progress bars (tqdm, on stderr)
@@ -287,14 +285,8 @@ def run_sweep(
     tune_grid = [(s, t, m, n) for s, t, m in cells for n in train_sizes]
     store = runs_store(runs_dir, stamp=stamp)
     start = time.perf_counter()
-    with open_runs(
-        store,
-        engine=engine,
-        workers=workers,
-        scheduler=scheduler,
-        threads=threads,
-        progress=progress,
-    ) as run:
+    options = options.replace(**old)
+    with open_runs(store, options, progress=progress) as run:
 
         def run_tuning(jobs: list[tuple[Cell, float, int]]) -> list[dict[str, Any]]:
             configs = [
@@ -347,7 +339,7 @@ def run_sweep(
         result["command"] = command
     result.update(
         {
-            **run_header(threads, engine, workers),
+            **options.header(),
             "config": config,
             "grid": {
                 "setting": settings,

@@ -11,6 +11,8 @@ positions, mean over the tuning seeds; lower is better), which keeps ranking
 rates where several reach the same accuracy. The grid is log-spaced and
 extended past an edge that holds the best rate until the best is interior
 (``rate_grid.tune_rates``); every measured run of the cell then trains with it.
+:func:`tune_cells` is this protocol in the sweep's words, over the run engine's
+one tuning path (``runner.tune_on_seeds``, which ``runner.Runs.tuned`` takes too).
 
 Shape legend:
     tokens, labels: ``(b, n)``; logits: ``(b, n, classes)``
@@ -25,10 +27,10 @@ from typing import Any, Callable, Hashable, Iterable, Sequence
 import torch
 import torch.nn.functional as F
 
+from ..runner import tune_on_seeds
 from .config import Config, data_seed
 from .measure import accuracy
 from .model import TinyModel
-from .rate_grid import tune_rates
 from .tasks import Task, get_task
 from .train import supervise, train
 
@@ -104,6 +106,12 @@ def tune_one(config: Config) -> dict[str, Any]:
 Cell = tuple[str, str, str, int]  # (setting, task, scheme, train_size)
 
 
+def finite_loss(record: dict[str, Any]) -> float | None:
+    """A tuning run's score: its ``valid_loss``, None (diverged) where not finite."""
+    loss = record["valid_loss"]
+    return loss if math.isfinite(loss) else None
+
+
 def tune_cells(
     cells: Sequence[Cell],
     grid: Sequence[float],
@@ -114,51 +122,48 @@ def tune_cells(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The chosen rate of every cell, and every tuning run's record.
 
+    The rates are tuned by the run engine's one path (``runner.tune_on_seeds``):
     ``run(jobs)`` trains one tuning run per ``(cell, rate, seed)`` job and
-    returns their records (``tune_one``'s) in the same order. A cell's score
+    returns their records (``tune_one``'s) in the same order; a cell's score
     at a rate is its mean ``valid_loss`` over ``tune_seeds`` (``None``, a
-    diverged run, when one is not finite). Returns ``(chosen, runs)``:
-    ``chosen`` holds one ``{"setting", "task", "scheme", "train_size",
-    "learning_rate", "rates", "scores", "valid_accuracy", "bracketed"}`` per
-    cell, in the order of ``cells`` (``rates`` sorted, ``scores`` one per rate,
-    ``valid_accuracy`` the chosen rate's mean).
+    diverged run, when one is not finite: :func:`finite_loss`). Returns
+    ``(chosen, runs)``: ``chosen`` holds one ``{"setting", "task", "scheme",
+    "train_size", "learning_rate", "rates", "scores", "valid_accuracy",
+    "bracketed"}`` per cell, in the order of ``cells`` (``rates`` sorted,
+    ``scores`` one per rate, ``valid_accuracy`` the chosen rate's mean).
     """
-    seeds = list(tune_seeds)
-    if not seeds:
-        raise ValueError(f"tune_seeds must hold at least one seed, got {seeds!r}")
-    runs: list[dict[str, Any]] = []
-    accuracy_at: dict[tuple[Hashable, float], float] = {}
+    accuracies: dict[tuple[Hashable, float], list[float]] = {}
 
-    def measure(jobs: list[tuple[Hashable, float]]) -> list[float | None]:
-        records = run([(cell, rate, seed) for cell, rate in jobs for seed in seeds])
-        runs.extend(records)
-        scores: list[float | None] = []
-        for index, (cell, rate) in enumerate(jobs):
-            mine = records[index * len(seeds) : (index + 1) * len(seeds)]
-            accuracy_at[cell, rate] = statistics.fmean(
-                r["valid_accuracy"] for r in mine
-            )
-            losses = [r["valid_loss"] for r in mine]
-            finite = all(math.isfinite(x) for x in losses)
-            scores.append(statistics.fmean(losses) if finite else None)
-        return scores
+    def run_and_keep(jobs: list[tuple[Cell, float, int]]) -> list[dict[str, Any]]:
+        records = run(jobs)
+        for (cell, rate, _), record in zip(jobs, records):
+            accuracies.setdefault((cell, rate), []).append(record["valid_accuracy"])
+        return records
 
-    curves = tune_rates(list(cells), grid, measure, max_rates=max_rates)
-    chosen = [
-        {
-            "setting": cell[0],
-            "task": cell[1],
-            "scheme": cell[2],
-            "train_size": cell[3],
-            "learning_rate": curves[cell]["chosen"],
-            "rates": curves[cell]["rates"],
-            "scores": curves[cell]["scores"],
-            "valid_accuracy": accuracy_at[cell, curves[cell]["chosen"]],
-            "bracketed": curves[cell]["bracketed"],
-        }
-        for cell in cells
-    ]
-    return chosen, runs
+    curves, runs = tune_on_seeds(
+        cells, grid, run_and_keep, finite_loss, tune_seeds=tune_seeds,
+        max_rates=max_rates,
+    )
+    return [_chosen(cell, curves[cell], accuracies) for cell in cells], runs
+
+
+def _chosen(
+    cell: Cell,
+    curve: dict[str, Any],
+    accuracies: dict[tuple[Hashable, float], list[float]],
+) -> dict[str, Any]:
+    setting, task, scheme, train_size = cell
+    return {
+        "setting": setting,
+        "task": task,
+        "scheme": scheme,
+        "train_size": train_size,
+        "learning_rate": curve["chosen"],
+        "rates": curve["rates"],
+        "scores": curve["scores"],
+        "valid_accuracy": statistics.fmean(accuracies[cell, curve["chosen"]]),
+        "bracketed": curve["bracketed"],
+    }
 
 
 def interior_share(results: Iterable[dict[str, Any]]) -> tuple[int, int]:
@@ -172,6 +177,7 @@ def interior_share(results: Iterable[dict[str, Any]]) -> tuple[int, int]:
 
 
 __all__ = [
+    "finite_loss",
     "interior_share",
     "mean_final_loss",
     "tune_cells",

@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 from ..experiments.store import RunStore
+from ..runner import EngineOptions
 from ..stats import clustered_interval, paired_test
 from .config import TextConfig
 from .context import (
@@ -318,10 +319,7 @@ def run_length_probe(
     learning_rates: list[float],
     tune_seeds: list[int],
     max_rates: int = 8,
-    engine: str = "local",
-    workers: int = 1,
-    scheduler: str | None = None,
-    threads: int = 1,
+    options: EngineOptions = EngineOptions(workers=1),
     runs_dir: str | Path | None = None,
     progress: bool = True,
     command: str | None = None,
@@ -343,10 +341,7 @@ def run_length_probe(
         learning_rates=learning_rates,
         tune_seeds=tune_seeds,
         max_rates=max_rates,
-        engine=engine,
-        workers=workers,
-        scheduler=scheduler,
-        threads=threads,
+        options=options,
         progress=progress,
         command=command,
         job=length_job,

@@ -30,11 +30,11 @@ from typing import Any
 
 from .. import _cli
 from ..runner import (
+    EngineOptions,
     add_engine_flags,
     check_outputs,
     engine_options,
     open_runs,
-    run_header,
     store,
 )
 from . import masked_baselines as study
@@ -74,24 +74,21 @@ def run_study(
     base: TextConfig,
     seeds: list[int],
     *,
-    engine: str = "local",
-    workers: int = 1,
-    scheduler: str | None = None,
-    threads: int = 1,
+    options: EngineOptions = EngineOptions(workers=1),
     runs_dir: Any = None,
     progress: bool = True,
     command: str | None = None,
 ) -> dict[str, Any]:
-    """Run (or read) every run of :func:`plan` and summarise: the JSON dict."""
+    """Run (or read) every run of :func:`plan` and summarise: the JSON dict.
+
+    ``options``: where the runs go (``open_engine``'s).
+    """
     corpus = stdlib_corpus(base.corpus)
     base = base.replace(corpus_sha256=corpus.sha256)
     start = time.perf_counter()
     with open_runs(
         store(runs_dir, stamp=STAMP),
-        engine=engine,
-        workers=workers,
-        scheduler=scheduler,
-        threads=threads,
+        options,
         job=study.masked_job,
         progress=progress,
         label=study.label,
@@ -114,7 +111,7 @@ def run_study(
             "schema": study.SCHEMA,
         },
         "commands": [] if command is None else [command],
-        **run_header(threads, engine, workers),
+        **options.header(),
         "corpus": corpus.about(),
         "config": {k: v for k, v in base.to_dict().items() if k not in swept},
         "runs": runs,

@@ -48,7 +48,7 @@ from ..experiments.engine import JobFunction
 from ..experiments.schemes import SCHEMES
 from ..experiments.store import RunStore
 from ..experiments.sweep import check_tune_seeds
-from ..runner import open_runs, run_header
+from ..runner import EngineOptions, open_runs
 from ..runner import store as runs_store
 from .config import SETTINGS, TextConfig
 from .corpus import stdlib_corpus
@@ -131,10 +131,7 @@ def run_text_sweep(
     learning_rates: list[float],
     tune_seeds: list[int] = (100,),
     max_rates: int = 8,
-    engine: str = "local",
-    workers: int = 1,
-    scheduler: str | None = None,
-    threads: int = 1,
+    options: EngineOptions = EngineOptions(workers=1),
     runs_dir: str | os.PathLike | None = None,
     progress: bool = True,
     command: str | None = None,
@@ -147,8 +144,7 @@ def run_text_sweep(
     With two or more ``learning_rates`` each (setting, scheme) is tuned on
     ``tune_seeds`` (disjoint from ``seeds``), the grid extended up to
     ``max_rates`` rates; with one rate every cell trains at it, untuned.
-    ``engine``, ``workers``, ``scheduler`` and ``threads`` are ``open_engine``'s;
-    ``runs_dir`` the runs folder (None: in memory), or ``store`` a runs store
+    ``options`` are ``open_engine``'s; ``runs_dir`` the runs folder (None: in memory), or ``store`` a runs store
     of its own (a probe's, keyed on the probe's schema). ``job`` runs a job
     (default :func:`text_job`; a probe passes one whose measured runs record
     more, with the same ``eval``).
@@ -177,10 +173,7 @@ def run_text_sweep(
     start = time.perf_counter()
     with open_runs(
         store,
-        engine=engine,
-        workers=workers,
-        scheduler=scheduler,
-        threads=threads,
+        options,
         job=job,
         progress=progress,
         label=_label,
@@ -199,7 +192,7 @@ def run_text_sweep(
     result: dict[str, Any] = {
         "schema": TEXT_SCHEMA,
         "commands": [] if command is None else [command],
-        **run_header(threads, engine, workers),
+        **options.header(),
         "corpus": corpus.about(),
         "config": {k: v for k, v in base.to_dict().items() if k not in SWEPT},
         "grid": {"setting": settings, "scheme": schemes, "seed": list(seeds)},

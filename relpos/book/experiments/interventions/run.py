@@ -42,7 +42,7 @@ import torch
 
 from relpos.book import results
 
-from ...runner import open_runs, run_header
+from ...runner import EngineOptions, open_runs
 from ...runner import store as runs_store
 from ..config import Config
 from ..store import RunStore
@@ -336,20 +336,18 @@ def run_interventions(
     *,
     seeds: Iterable[int] = DEFAULT_SEEDS,
     changes: Mapping[str, Any] | None = None,
-    engine: str = "local",
-    workers: int = 2,
-    scheduler: str | None = None,
-    threads: int = 1,
+    options: EngineOptions = EngineOptions(workers=2),
     runs_dir: Any = None,
     progress: bool = True,
     command: str | None = None,
+    **old: Any,
 ) -> dict[str, Any]:
     """Train every cell of the named interventions (default all) at every seed.
 
     ``changes``: fields of ``Config`` set on every cell after its sweep's
-    (a shorter run for a test: ``{"steps": 5}``). ``engine``, ``workers``,
-    ``scheduler`` and ``threads`` are ``open_engine``'s; ``runs_dir`` the runs
-    folder (``None``: in memory). Returns the JSON-ready dict (module docstring).
+    (a shorter run for a test: ``{"steps": 5}``). ``options`` are
+    ``open_engine``'s (``old``: its fields one by one, as ``workers=1``);
+    ``runs_dir`` the runs folder (``None``: in memory). Returns the JSON-ready dict (module docstring).
 
     Shapes:
         (no tensors): the JSON-ready result
@@ -375,15 +373,9 @@ def run_interventions(
     for _, _, config in planned:
         _drop_stale(store, config)
     start = time.perf_counter()
+    options = options.replace(**old)
     with open_runs(
-        store,
-        engine=engine,
-        workers=workers,
-        scheduler=scheduler,
-        threads=threads,
-        job=run_job,
-        progress=progress,
-        label=_label,
+        store, options, job=run_job, progress=progress, label=_label
     ) as run:
         records = run(
             "measured",
@@ -414,7 +406,7 @@ def run_interventions(
         result["command"] = command
     result.update(
         {
-            **run_header(threads, engine, workers),
+            **options.header(),
             "seeds": seeds,
             "changes": changes,
             "interventions": found,

@@ -38,7 +38,7 @@ import torch
 from ...experiments.rate_grid import check_grid
 from ...experiments.store import RunStore
 from ...experiments.sweep import check_tune_seeds
-from ...runner import open_runs, run_header
+from ...runner import EngineOptions, open_runs
 from .design import ARM_CONFIGS, ARMS, FALSIFIER, MECHANISM, PREDICTION, PROBE_SCHEMA
 from .run import ProbeRun, check_items, probe_run
 
@@ -92,10 +92,7 @@ def run_probe(
     learning_rates: Sequence[float],
     tune_seeds: Sequence[int] = (100, 101),
     max_rates: int = 6,
-    engine: str = "local",
-    workers: int = 1,
-    scheduler: str | None = None,
-    threads: int = 1,
+    options: EngineOptions = EngineOptions(workers=1),
     runs_dir: str | os.PathLike | None = None,
     progress: bool = True,
     command: str | None = None,
@@ -103,7 +100,8 @@ def run_probe(
     """Tune every arm, train every seed, score every item: the JSON dict
     (without ``summary``, ``comparisons`` and ``record``: ``summary`` adds them).
 
-    ``base`` supplies every field but arm, seed and rate.
+    ``base`` supplies every field but arm, seed and rate; ``options`` are
+    ``open_engine``'s.
     """
     unknown = [a for a in arms if a not in ARM_CONFIGS]
     if not arms or unknown:
@@ -119,10 +117,7 @@ def run_probe(
     start = time.perf_counter()
     with open_runs(
         store,
-        engine=engine,
-        workers=workers,
-        scheduler=scheduler,
-        threads=threads,
+        options,
         job=probe_job,
         progress=progress,
         label=_label,
@@ -142,7 +137,7 @@ def run_probe(
     return {
         "schema": PROBE_SCHEMA,
         "commands": [] if command is None else [command],
-        **run_header(threads, engine, workers),
+        **options.header(),
         "design": {
             "prediction": PREDICTION,
             "falsifier": FALSIFIER,

@@ -30,7 +30,7 @@ import time
 from typing import Any
 
 from ...experiments.sweep import check_tune_seeds
-from ...runner import open_runs, run_header
+from ...runner import EngineOptions, open_runs
 from ...runner import store as runs_store
 from ...text.config import TextConfig
 from ...text.corpus import stdlib_corpus
@@ -76,20 +76,18 @@ def run_probe(
     learning_rates: list[float],
     tune_seeds: list[int],
     max_rates: int = 5,
-    engine: str = "local",
-    workers: int = 1,
-    scheduler: str | None = None,
-    threads: int = 1,
+    options: EngineOptions = EngineOptions(workers=1),
     runs_dir: str | os.PathLike | None = None,
     progress: bool = True,
     command: str | None = None,
+    **old: Any,
 ) -> dict[str, Any]:
     """Tune every cell, train every seed at the chosen rate: the JSON dict.
 
     ``base`` supplies every field but the arm, seed and rate (its corpus
-    SHA-256 is set here). ``engine``, ``workers``, ``scheduler`` and
-    ``threads`` are ``open_engine``'s; ``runs_dir`` the runs folder (None: in
-    memory).
+    SHA-256 is set here). ``options`` are ``open_engine``'s (``old``: its
+    fields one by one, as ``workers=1``); ``runs_dir`` the runs folder (None:
+    in memory).
     """
     unknown = [a for a in arms if a not in design.ARMS]
     if not arms or unknown or len(set(arms)) != len(arms):
@@ -105,14 +103,11 @@ def run_probe(
     for arm in arms:  # every run's config checked before any runs
         for seed in [*seeds, *tune_seeds]:
             base.replace(scheme=arm, seed=seed)
-    store = runs_store(runs_dir, stamp=STAMP)
+    store, options = runs_store(runs_dir, stamp=STAMP), options.replace(**old)
     start = time.perf_counter()
     with open_runs(
         store,
-        engine=engine,
-        workers=workers,
-        scheduler=scheduler,
-        threads=threads,
+        options,
         job=probe_job,
         progress=progress,
         label=label,
@@ -134,7 +129,7 @@ def run_probe(
         "probe": "gradients",
         "design": design_record(),
         "commands": [] if command is None else [command],
-        **run_header(threads, engine, workers),
+        **options.header(),
         "corpus": corpus.about(),
         "config": {k: v for k, v in base.to_dict().items() if k not in SWEPT},
         "grid": {"arm": list(arms), "seed": list(seeds)},

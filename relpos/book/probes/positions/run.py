@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping
 
 from ...experiments.config import Config
 from ...experiments.sweep import run_sweep
-from ...runner import Runs, open_runs, run_header
+from ...runner import EngineOptions, Runs, open_runs
 from ...runner import store as runs_store
 from ...experiments.tuning import Cell, tune_cells
 from . import design
@@ -113,20 +113,18 @@ def run_probe(
     seeds: Iterable[int] = design.SEEDS,
     tune_seeds: Iterable[int] = design.TUNE_SEEDS,
     changes: Mapping[str, Any] | None = None,
-    engine: str = "local",
-    workers: int = 2,
-    scheduler: str | None = None,
-    threads: int = 1,
+    options: EngineOptions = EngineOptions(workers=2),
     runs_dir: Any = None,
     progress: bool = True,
     command: str | None = None,
+    **old: Any,
 ) -> dict[str, Any]:
     """Run the named parts of the probe (default both); the JSON-ready dict.
 
     ``runs_dir``: the runs folder (``None``: in memory); ``changes``: fields of
     ``Config`` set on every run of both parts (``{"steps": 5}`` for a test, not
-    for results); ``data_sizes`` the data part's training sizes. The other
-    arguments are ``open_engine``'s.
+    for results); ``data_sizes`` the data part's training sizes; ``options``
+    are ``open_engine``'s (``old``: its fields one by one, as ``workers=1``).
 
     Shapes:
         (no tensors): the JSON-ready result (module docstring)
@@ -137,7 +135,7 @@ def run_probe(
     ):
         raise ValueError(f"parts must be distinct names of {PARTS}, got {parts!r}")
     seeds, tune_seeds = list(seeds), list(tune_seeds)
-    changes = dict(changes or {})
+    changes, options = dict(changes or {}), options.replace(**old)
     start = time.perf_counter()
     result: dict[str, Any] = {"probe": design.NAME, "schema": design.SCHEMA}
     if command is not None:
@@ -151,8 +149,7 @@ def run_probe(
     seconds = 0.0
     if "transfer" in parts:
         with open_runs(
-            runs_store(runs_dir, stamp=stamp("transfer")), engine=engine,
-            workers=workers, scheduler=scheduler, threads=threads, job=run_job,
+            runs_store(runs_dir, stamp=stamp("transfer")), options, job=run_job,
             progress=progress, label=_label,
         ) as run:
             result["transfer"] = run_transfer(
@@ -172,10 +169,7 @@ def run_probe(
             learning_rates=list(design.LEARNING_RATES),
             tune_seeds=tune_seeds,
             max_rates=design.MAX_RATES,
-            engine=engine,
-            workers=workers,
-            scheduler=scheduler,
-            threads=threads,
+            options=options,
             runs_dir=runs_dir,
             progress=progress,
             stamp=stamp("data"),
@@ -186,7 +180,7 @@ def run_probe(
         seconds += sweep["run_seconds"]
     result.update(
         {
-            **run_header(threads, engine, workers),
+            **options.header(),
             "wall_seconds": time.perf_counter() - start,
             "run_seconds": seconds,
         }
