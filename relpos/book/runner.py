@@ -12,16 +12,23 @@ verdict rule in one folder (plus its chapter), not another copy of it:
   (``--tune-seeds``, ``--max-rates``, at least :data:`MIN_RATES`), checked by
   :func:`engine_from_args`, :func:`runs_dir_from_args` and
   :func:`tuning_from_args` (a bad value: one line naming the flag, exit 2);
-- :func:`engine_options`: the keyword arguments every sweep runner takes
-  from those flags;
+- :class:`EngineOptions`: the engine, workers, scheduler and threads, one
+  frozen value built from those flags (``EngineOptions.from_args``; its default
+  is theirs), which :func:`open_runs` and every sweep take in place of four
+  keywords; :func:`engine_options`: the keyword arguments every sweep runner
+  takes from the flags (the options, the runs folder, the progress bar);
 - the machine header of every result JSON: :func:`run_header`;
 - the run loop: :func:`open_runs` opens the executor (local processes or Dask,
   ``experiments.engine.open_engine``) over a runs store
   (``experiments.store.RunStore``: one JSON record per finished run, keyed on
   the run's config and a stamp); the :class:`Runs` it yields trains what the
   store lacks, reads what it holds, and writes each record as it finishes, so
-  the same command resumes after a stop. :func:`mean_by_job` turns the tuning
-  runs' records into a score per rate for ``rate_grid.tune_rates``.
+  the same command resumes after a stop;
+- the tuning of chapter 12: :func:`tune_on_seeds`, the one path every sweep's
+  rates are tuned by (``Runs.tuned``, and ``experiments.tuning.tune_cells``
+  in the sweep's words): every cell at every rate on every tuning seed, scored
+  by the mean over the seeds (:func:`mean_by_job`), the grid grown by
+  ``rate_grid.tune_rates``.
 
 The experiments' modules are imported when called, not at import, so that
 ``relpos.book.experiments`` may import this module without a circle.

@@ -144,10 +144,10 @@ def run_text_sweep(
     With two or more ``learning_rates`` each (setting, scheme) is tuned on
     ``tune_seeds`` (disjoint from ``seeds``), the grid extended up to
     ``max_rates`` rates; with one rate every cell trains at it, untuned.
-    ``options`` are ``open_engine``'s; ``runs_dir`` the runs folder (None: in memory), or ``store`` a runs store
-    of its own (a probe's, keyed on the probe's schema). ``job`` runs a job
-    (default :func:`text_job`; a probe passes one whose measured runs record
-    more, with the same ``eval``).
+    ``options`` are ``open_engine``'s; ``runs_dir`` the runs folder (None: in
+    memory), or ``store`` a runs store of its own (a probe's, keyed on the
+    probe's schema). ``job`` runs a job (default :func:`text_job`; a probe
+    passes one whose measured runs record more, with the same ``eval``).
     """
     settings = _check_names("settings", settings, SETTINGS)
     schemes = _check_names("schemes", schemes, SCHEMES)

@@ -347,7 +347,8 @@ def run_interventions(
     ``changes``: fields of ``Config`` set on every cell after its sweep's
     (a shorter run for a test: ``{"steps": 5}``). ``options`` are
     ``open_engine``'s (``old``: its fields one by one, as ``workers=1``);
-    ``runs_dir`` the runs folder (``None``: in memory). Returns the JSON-ready dict (module docstring).
+    ``runs_dir`` the runs folder (``None``: in memory). Returns the JSON-ready
+    dict (module docstring).
 
     Shapes:
         (no tensors): the JSON-ready result
