@@ -33,7 +33,6 @@ Shapes:
 from __future__ import annotations
 
 import math
-import shlex
 import statistics
 import sys
 import time
@@ -48,7 +47,8 @@ from ..experiments.config import derive_seed
 from ..experiments.interventions.mechanisms import MASKED_FAR_KEYS
 from ..experiments.interventions.surgery import distance_mask
 from ..experiments.store import RunStore
-from ..stats import clustered_interval, paired_test
+from ..stats import clustered_difference
+from .cli import WHOLE_SPLIT
 from .config import TextConfig
 from .context import module_ids
 from .lm import IGNORE, objective_batch
@@ -75,8 +75,6 @@ SUM_DECIMALS = 3
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "probes"
 OUTPUT = RESULTS / "far_keys.json"
 RUNS = RESULTS / "far_keys" / "runs"
-#: The evaluation bytes that read the whole test split (it holds about 127 KB).
-WHOLE_SPLIT = 1 << 20
 
 
 def keep_rule(reading: str, width: int, span: int) -> torch.Tensor | None:
@@ -213,23 +211,18 @@ def difference(runs: list[dict[str, Any]], a: str, b: str, width: str) -> dict:
     """Reading ``a`` minus reading ``b`` at ``width`` (nats per byte) over seeds.
 
     The interval resamples the test split's modules and the seeds
-    (``stats.clustered_interval``), each module weighted by its masked bytes;
+    (``stats.clustered_difference``), each module weighted by its masked bytes;
     the paired test is over the seeds.
     """
-    first = [r[a][width]["loss"] for r in runs]
-    second = [r[b][width]["loss"] for r in runs]
     weights = np.asarray(runs[0]["module_counts"][width], dtype=float)
     per_module = np.stack(
         [(_module_means(r, a, width) - _module_means(r, b, width)) * weights
          for r in runs]
     )  # (seeds, modules)
-    paired = paired_test(first, second) if len(runs) > 1 else None
-    return {
-        "mean": statistics.fmean(x - y for x, y in zip(first, second)),
-        "per_seed": [x - y for x, y in zip(first, second)],
-        "interval": clustered_interval(per_module, weights),
-        "p_value": None if paired is None else paired["p_value"],
-    }
+    return clustered_difference(
+        [r[a][width]["loss"] for r in runs], [r[b][width]["loss"] for r in runs],
+        per_module, weights,
+    )
 
 
 def contrasts(runs: list[dict[str, Any]], train_length: int) -> list[dict[str, Any]]:
@@ -307,54 +300,35 @@ def run_far_keys(base: TextConfig, **sweep: Any) -> dict[str, Any]:
 
 def build_parser() -> Any:
     """The text sweep's parser (``relpos.book.text.cli``) with this run's defaults."""
-    from .cli import build_parser as text_parser
+    from .cli import probe_parser
 
-    parser = text_parser()
-    parser.prog = "python -m relpos.book.text.far_keys"
-    parser.description = (
-        "Chapter 11's masked rise by intervention: train the masked byte models "
-        "with DeBERTa's and Shaw's clipped tables at L, then read each at W = L, "
-        "4L, 8L and 16L as trained and with the keys k or more away cut (both "
-        "sides, ahead only, behind only)."
-    )
-    parser.set_defaults(
+    return probe_parser(
+        "relpos.book.text.far_keys",
+        (
+            "Chapter 11's masked rise by intervention: train the masked byte models "
+            "with DeBERTa's and Shaw's clipped tables at L, then read each at W = "
+            "L, 4L, 8L and 16L as trained and with the keys k or more away cut "
+            "(both sides, ahead only, behind only)."
+        ),
         setting=["masked"],
         scheme=list(SCHEMES),
-        seed=list(range(10)),
-        tune_seeds=[100, 101],
         eval_lengths=[64 * f for f in FACTORS],
-        eval_bytes=WHOLE_SPLIT,
         output=str(OUTPUT),
         runs_dir=str(RUNS),
     )
-    return parser
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Parse ``argv``, run the intervention, write its JSON, return it."""
     import json
 
-    from ..runner import check_outputs, engine_options
-    from .cli import config_from_args
+    from .cli import probe_command, probe_keywords
 
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.setting != ["masked"]:
-        parser.fail("--setting", f"must be masked here, got {args.setting}")
-    base = config_from_args(parser, args).replace(setting="masked")
-    runs_dir = check_outputs(parser, args, make_parents=True, paths=("--output",))
-    command = shlex.join(["python", "-m", "relpos.book.text.far_keys", *argv])
-    result = run_far_keys(
-        base,
-        schemes=args.scheme,
-        seeds=args.seed,
-        learning_rates=args.learning_rate,
-        tune_seeds=args.tune_seeds,
-        max_rates=args.max_rates,
-        **engine_options(args, runs_dir),
-        command=command,
+    args, base, runs_dir, command = probe_command(
+        build_parser(), argv, "masked", "relpos.book.text.far_keys"
     )
+    result = run_far_keys(base, **probe_keywords(args, runs_dir, command))
     path = Path(args.output)
     path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     for row in result["contrasts"]:
