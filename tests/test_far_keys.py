@@ -22,7 +22,9 @@ def test_each_cut_keeps_the_keys_it_names():
     """span 2 at W = 6: ``cut`` keeps |i - j| < 2, ``ahead`` drops keys 2 or more
     ahead, ``behind`` keys 2 or more behind; every query keeps its own key."""
     assert far_keys.keep_rule("full", 6, 2) is None
-    cut, ahead, behind = (far_keys.keep_rule(r, 6, 2) for r in ("cut", "ahead", "behind"))
+    cut, ahead, behind = (
+        far_keys.keep_rule(r, 6, 2) for r in ("cut", "ahead", "behind")
+    )
     assert cut[3].tolist() == [False, False, True, True, True, False]
     assert ahead[3].tolist() == [True, True, True, True, True, False]
     assert behind[3].tolist() == [False, False, True, True, True, True]

@@ -112,7 +112,9 @@ def read_width(
     """
     count = (stream.numel() - 1) // width
     if count < 1:
-        raise ValueError(f"stream must hold more than {width} bytes, got {stream.numel()}")
+        raise ValueError(
+            f"stream must hold more than {width} bytes, got {stream.numel()}"
+        )
     span = config.max_relative_positions
     keeps = {name: keep_rule(name, width, span) for name in READINGS}
     ids = module_ids(stream)

@@ -430,8 +430,9 @@ def records(folder: str | Path) -> list[dict[str, Any]]:
     sweep, result = _read(folder / TASKS), _read(folder / FILE)
     t5 = {end: _read(results / path) for end, path in T5_FILES.items()}
     far = _read(results / FAR_KEYS_FILE)
-    if far is not None and len({r["seed"] for r in far["runs"]}) < ledger.INTERVAL_SEEDS:
-        far = None  # a quick check's file states no verdict
+    seeds = set() if far is None else {r["seed"] for r in far["runs"]}
+    if len(seeds) < ledger.INTERVAL_SEEDS:
+        far = None  # none, or a quick check's file: no verdict
     # the protocol's ten seeds or none: a quick check's file states no verdict
     full = result is not None and len(result["seeds"]) >= ledger.INTERVAL_SEEDS
     held = result["interventions"] if full else {}
