@@ -248,7 +248,19 @@ MECHANISMS_TEXT := $(BIN)/python -m relpos.book.text --runs-dir .sweep-runs --qu
 	--train-length 64 --eval-lengths 64,128,256,512,1024 --eval-bytes 32768 \
 	--steps 1000 --workers 2
 
-.PHONY: mechanisms mechanisms-text
+# `mechanism-far-keys`: chapter 11's masked rise by intervention
+# (relpos.book.text.far_keys): the masked byte models with DeBERTa's and Shaw's
+# clipped tables (k = 32), tuned on two seeds and trained on ten, each read at
+# L, 4L, 8L and 16L as trained and with the keys k or more away cut (both sides,
+# ahead, behind). Its runs folder is committed and keyed on the intervention's
+# schema, so it resumes across sessions.
+.PHONY: mechanisms mechanisms-text mechanism-far-keys
+mechanism-far-keys: $(TEST_ENV)
+	$(BIN)/python -m relpos.book.text.far_keys --quiet --workers 2 \
+	  --learning-rates 1e-3,3.16e-3,1e-2 --max-rates 8 --steps 1000 \
+	  --train-length 64
+	$(PROBE_AFTER)
+
 mechanisms: $(TEST_ENV)
 	$(BIN)/python -m relpos.book.experiments.interventions --quiet --workers 2 \
 	  --only $(MECHANISMS) --runs-dir $(RESULTS)/probes/mechanisms/runs \

@@ -25,6 +25,7 @@ Shapes:
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Any, Sequence
 
 import numpy as np
@@ -238,7 +239,37 @@ def clustered_interval(
     return [float(low), float(high)]
 
 
+
+def clustered_difference(
+    first: Sequence[float],
+    second: Sequence[float],
+    differences: Sequence[Sequence[float]],
+    counts: Sequence[float],
+) -> dict[str, Any]:
+    """Two readings of the same seeds compared: ``first - second`` over the seeds.
+
+    ``first``, ``second``: each seed's value of the two readings;
+    ``differences`` and ``counts``: :func:`clustered_interval`'s (each seed's
+    difference summed per cluster, the items per cluster). Returns ``mean`` and
+    ``per_seed`` (the differences), ``interval`` (over clusters and seeds) and
+    the paired test's ``p_value`` and ``wins`` over the seeds (None with one).
+
+    Shapes:
+        first, second: ``(seeds,)``; differences: ``(seeds, clusters)``
+    """
+    per_seed = [float(x - y) for x, y in zip(first, second)]
+    paired = paired_test(first, second) if len(per_seed) > 1 else None
+    return {
+        "mean": statistics.fmean(per_seed),
+        "per_seed": per_seed,
+        "interval": clustered_interval(differences, counts),
+        "p_value": None if paired is None else paired["p_value"],
+        "wins": None if paired is None else paired["wins"],
+    }
+
+
 __all__ = [
+    "clustered_difference",
     "CONFIDENCE",
     "bootstrap_interval",
     "clustered_interval",

@@ -187,6 +187,58 @@ def config_from_args(
     return base
 
 
+#: A probe's measured seeds and tuning seeds (chapter 12's protocol).
+PROBE_SEEDS, PROBE_TUNE_SEEDS = list(range(10)), [100, 101]
+#: The evaluation bytes that read the whole test split (it holds about 127 KB).
+WHOLE_SPLIT = 1 << 20
+
+
+def probe_parser(module: str, description: str, **defaults: Any) -> _cli.OneLineParser:
+    """The text sweep's parser for a probe run as ``python -m module``: ten seeds,
+    two tuning seeds, the whole test split, and ``defaults`` (its schemes, window
+    lengths, output and runs folder)."""
+    parser = build_parser()
+    parser.prog = f"python -m {module}"
+    parser.description = description
+    parser.set_defaults(
+        seed=PROBE_SEEDS, tune_seeds=PROBE_TUNE_SEEDS, eval_bytes=WHOLE_SPLIT,
+        **defaults,
+    )
+    return parser
+
+
+def probe_command(
+    parser: _cli.OneLineParser, argv: list[str], setting: str, module: str
+) -> tuple[argparse.Namespace, TextConfig, Any, str]:
+    """A probe's command line on the text sweep's flags, in one ``setting``.
+
+    Returns the parsed flags, the base config in ``setting`` (every run's config
+    checked), the runs folder (``--output``'s folder made) and the command as
+    typed (``python -m module ...``). A ``--setting`` other than ``setting``:
+    one line naming the flag, exit 2.
+    """
+    args = parser.parse_args(argv)
+    if args.setting != [setting]:
+        parser.fail("--setting", f"must be {setting} here, got {args.setting}")
+    base = config_from_args(parser, args).replace(setting=setting)
+    runs_dir = check_outputs(parser, args, make_parents=True, paths=("--output",))
+    return args, base, runs_dir, shlex.join(["python", "-m", module, *argv])
+
+
+def probe_keywords(args: argparse.Namespace, runs_dir: Any, command: str) -> dict:
+    """The keywords a probe's runner takes from its flags: the sweep's cells, its
+    tuning, the engine options, the runs folder and the command."""
+    return dict(
+        schemes=args.scheme,
+        seeds=args.seed,
+        learning_rates=args.learning_rate,
+        tune_seeds=args.tune_seeds,
+        max_rates=args.max_rates,
+        **engine_options(args, runs_dir),
+        command=command,
+    )
+
+
 def existing_output(
     parser: _cli.OneLineParser, path: str, base: TextConfig
 ) -> dict[str, Any] | None:
@@ -246,4 +298,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     return result
 
 
-__all__ = ["HELP", "build_parser", "config_from_args", "existing_output", "main"]
+__all__ = [
+    "HELP",
+    "build_parser",
+    "config_from_args",
+    "existing_output",
+    "main",
+    "PROBE_SEEDS",
+    "PROBE_TUNE_SEEDS",
+    "WHOLE_SPLIT",
+    "probe_command",
+    "probe_keywords",
+    "probe_parser",
+]

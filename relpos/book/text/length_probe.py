@@ -27,7 +27,6 @@ Shapes:
 
 from __future__ import annotations
 
-import shlex
 import statistics
 import sys
 import time
@@ -39,7 +38,8 @@ import torch
 
 from ..experiments.store import RunStore
 from ..runner import EngineOptions
-from ..stats import clustered_interval, paired_test
+from ..stats import clustered_difference
+from .cli import WHOLE_SPLIT
 from .config import TextConfig
 from .context import (
     attention_beyond,
@@ -126,8 +126,6 @@ SUM_DECIMALS = 3
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "probes"
 OUTPUT = RESULTS / "length.json"
 RUNS = RESULTS / "length" / "runs"
-#: The evaluation bytes that read the whole test split (it holds about 127 KB).
-WHOLE_SPLIT = 1 << 20
 
 
 def stride_of(width: int) -> int:
@@ -234,25 +232,19 @@ def _difference(runs: list[dict[str, Any]], a: str, b: str, width: str) -> dict:
     """Reading ``a`` minus ``b`` at ``width`` (nats per byte) over seeds, intervals.
 
     The interval resamples the modules and the seeds
-    (``stats.clustered_interval``): each module's difference of mean losses,
+    (``stats.clustered_difference``): each module's difference of mean losses,
     weighted by the bytes the sliding windows score there (for the cut and the
     full reading, the same bytes: the difference of their loss sums).
     """
-    first = [r[a][width]["loss"] for r in runs]
-    second = [r[b][width]["loss"] for r in runs]
     weights = np.asarray(runs[0]["module_counts"]["sliding"][width], dtype=float)
     per_module = np.stack(
         [(_module_means(r, a, width) - _module_means(r, b, width)) * weights
          for r in runs]
     )  # (seeds, modules)
-    paired = paired_test(first, second) if len(runs) > 1 else None
-    return {
-        "mean": statistics.fmean(x - y for x, y in zip(first, second)),
-        "per_seed": [x - y for x, y in zip(first, second)],
-        "interval": clustered_interval(per_module, weights),
-        "p_value": None if paired is None else paired["p_value"],
-        "wins": None if paired is None else paired["wins"],
-    }
+    return clustered_difference(
+        [r[a][width]["loss"] for r in runs], [r[b][width]["loss"] for r in runs],
+        per_module, weights,
+    )
 
 
 def use_verdict(difference: dict[str, Any]) -> str:
@@ -408,54 +400,35 @@ def live_check(steps: int = 200) -> dict[str, Any]:
 
 
 def build_parser() -> Any:
-    """The text sweep's parser (``relpos.book.text.cli``) with the probe's defaults."""
-    from .cli import build_parser as text_parser
+    """The text sweep's parser (``relpos.book.text.cli``) with this run's defaults."""
+    from .cli import probe_parser
 
-    parser = text_parser()
-    parser.prog = "python -m relpos.book.text.length_probe"
-    parser.description = (
-        "The length probe: train the causal byte models of every scheme at L, "
-        "then read each on non-overlapping windows, sliding windows, and sliding "
-        "windows with attention cut to the last L keys, at W = L .. 8L."
-    )
-    parser.set_defaults(
+    return probe_parser(
+        "relpos.book.text.length_probe",
+        (
+            "The length probe: train the causal byte models of every scheme at L, "
+            "then read each on non-overlapping windows, sliding windows, and sliding "
+            "windows with attention cut to the last L keys, at W = L .. 8L."
+        ),
         scheme=list(SCHEMES),
-        seed=list(range(10)),
-        tune_seeds=[100, 101],
         eval_lengths=[64 * f for f in FACTORS],
-        eval_bytes=WHOLE_SPLIT,
         output=str(OUTPUT),
         runs_dir=str(RUNS),
     )
-    return parser
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Parse ``argv``, run the probe, write its JSON and figure, return the JSON."""
     import json
 
-    from ..runner import check_outputs, engine_options
-    from .cli import config_from_args
+    from .cli import probe_command, probe_keywords
     from .length_plot import length_figure
 
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.setting != ["causal"]:
-        parser.fail("--setting", f"must be causal for this probe, got {args.setting}")
-    base = config_from_args(parser, args)
-    runs_dir = check_outputs(parser, args, make_parents=True, paths=("--output",))
-    command = shlex.join(["python", "-m", "relpos.book.text.length_probe", *argv])
-    result = run_length_probe(
-        base,
-        schemes=args.scheme,
-        seeds=args.seed,
-        learning_rates=args.learning_rate,
-        tune_seeds=args.tune_seeds,
-        max_rates=args.max_rates,
-        **engine_options(args, runs_dir),
-        command=command,
+    args, base, runs_dir, command = probe_command(
+        build_parser(), argv, "causal", "relpos.book.text.length_probe"
     )
+    result = run_length_probe(base, **probe_keywords(args, runs_dir, command))
     path = Path(args.output)
     path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     length_figure(result).savefig(path.with_suffix(".png"), dpi=120)

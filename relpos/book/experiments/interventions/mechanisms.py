@@ -237,8 +237,12 @@ MASKED_FAR_KEYS = Design(
         "sides, ahead only, and behind only. Same weights, same masked bytes; "
         "only the keys read change."
     ),
-    target="not wired: needs a masked reading with cut keys in relpos.book.text",
-    cost="no new training beyond the masked sweep's models; evaluation only",
+    target="make mechanism-far-keys",
+    cost=(
+        "the masked sweep's models are not kept, so they train again: 2 arms x "
+        "(10 seeds + tuning on 2 seeds), about 40 s a run with the cores free; "
+        "then four readings at four lengths, forward passes only"
+    ),
 )
 
 FIRE_SETTINGS = Design(

@@ -13,7 +13,10 @@ One record per design, in the designs' order, whatever has run:
 - ``mechanism-t5-last-bucket`` and ``mechanism-fire-settings``: from the text
   sweeps of ``make mechanisms-text`` (:data:`T5_FILES`), the rise from ``L`` to
   the longest window paired by seed between the two arms;
-  ``mechanism-masked-far-keys``: ``untested``, with the reason (not wired).
+  ``mechanism-masked-far-keys``: from the far-keys readings of ``make
+  mechanism-far-keys`` (:data:`FAR_KEYS_FILE`, ``relpos.book.text.far_keys``):
+  masked DeBERTa read as trained and with its far keys cut, at ``8L`` and
+  ``16L``.
 
 A design whose file or intervention is missing gets an ``untested`` record that
 names the command to run (:func:`pending`); every record carries the design's
@@ -23,6 +26,7 @@ prediction and falsifier, written before the runs.
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from pathlib import Path
 from typing import Any, Callable
@@ -33,6 +37,7 @@ from ..interventions.mechanisms import (
     DEBERTA_REACH,
     DESIGNS,
     FIRE_SETTINGS,
+    MASKED_FAR_KEYS,
     MQAR_SPREAD,
     SINUSOID_ONE_RATE,
     T5_LAST_BUCKET,
@@ -59,6 +64,12 @@ FLAT_BPB = 0.1
 FIRE_BPB = 0.2
 #: The file a text design's record awaits.
 TEXT_EVIDENCE = {T5_LAST_BUCKET.id: T5_FILES[32], FIRE_SETTINGS.id: T5_FILES[64]}
+#: The far-keys readings of masked DeBERTa and Shaw, relative to the results folder.
+FAR_KEYS_FILE = "probes/far_keys.json"
+#: How far above its own 4L a cut reading may stay for the prediction (bits per byte).
+NEAR_BPB = 0.05
+#: The windows the far-keys prediction names, as multiples of L.
+FAR_FACTORS = (8, 16)
 #: Seeds below this accuracy at ``L`` count as stranded (``mqar_rates``).
 STRANDED = 0.5
 #: How many stranded seeds of ten keep the split (``mqar_rates``).
@@ -326,6 +337,76 @@ def _rise_record(
     return _with_design(record, design)
 
 
+def _far_row(result: dict[str, Any], scheme: str, factor: int) -> dict[str, Any]:
+    L = result["config"]["train_length"]
+    found = [r for r in result["contrasts"]
+             if r["scheme"] == scheme and r["length"] == factor * L]
+    if len(found) != 1:
+        raise ValueError(f"{FAR_KEYS_FILE} must hold one row of {scheme} at "
+                         f"{factor}L, got {len(found)}")
+    return found[0]
+
+
+def _far_shown(d: dict[str, Any]) -> int:
+    """+1 or -1 when a far-keys difference is shown (interval and p), else 0."""
+    low, high = d["interval"]
+    if d["p_value"] is None or d["p_value"] >= 0.05 or low <= 0 <= high:
+        return 0
+    return 1 if d["mean"] > 0 else -1
+
+
+def _far_text(result: dict[str, Any]) -> str:
+    """Per scheme and window: the rise over 4L as read and with far keys cut, and
+    the share of it each cut removes (bits per byte)."""
+    bits = 1 / math.log(2)
+    parts = []
+    for scheme in ("deberta", "shaw"):
+        for factor in FAR_FACTORS:
+            row = _far_row(result, scheme, factor)
+            rise, share = row["rise_over_4l"], row["share_removed"]
+            d = row["full_minus"]["cut"]
+            low, high = (bits * v for v in d["interval"])
+            shares = ", ".join(
+                f"{name} {share[name]:.0%}" if share[name] is not None
+                else f"{name} n/a"
+                for name in ("cut", "ahead", "behind")
+            )
+            parts.append(
+                f"{scheme} at {factor}L: rise over 4L {bits * rise['full']:+.2f} as "
+                f"read, {bits * rise['cut']:+.2f} with both sides cut; full minus "
+                f"cut {bits * d['mean']:+.2f} ({low:+.2f} to {high:+.2f}), p = "
+                f"{d['p_value']:.3f}; share of the rise removed: {shares}"
+            )
+    return "; ".join(parts) + "."
+
+
+def masked_far_keys(result: dict[str, Any]) -> dict[str, Any]:
+    """``mechanism-masked-far-keys``: masked DeBERTa with its far keys cut.
+
+    ``holds`` when, at both ``8L`` and ``16L``, full minus cut is shown above
+    zero (interval over modules and seeds, paired test over seeds) and the cut
+    reading stays within :data:`NEAR_BPB` of the model's own ``4L``;
+    ``qualified`` when shown at both but the cut stays higher; ``fails``
+    otherwise (no part of the rise recovered, or worse). The per-seed values of
+    the record are full minus cut at ``16L`` (bits per byte).
+    """
+    rows = [_far_row(result, "deberta", factor) for factor in FAR_FACTORS]
+    recovered = all(_far_shown(r["full_minus"]["cut"]) > 0 for r in rows)
+    near = all(r["rise_over_4l"]["cut"] / math.log(2) <= NEAR_BPB for r in rows)
+    verdict = "fails" if not recovered else "holds" if near else "qualified"
+    values = [v / math.log(2) for v in rows[-1]["full_minus"]["cut"]["per_seed"]]
+    record = make_record(
+        MASKED_FAR_KEYS.id, MASKED_FAR_KEYS.chapter, MASKED_FAR_KEYS.claim, verdict,
+        _far_text(result), (FAR_KEYS_FILE, ["contrasts"]), values,
+        intervention=(
+            "on the same trained masked models, every key k = 32 or more away "
+            "removed at test time (both sides; ahead only; behind only); same "
+            "windows, same masked bytes"
+        ),
+    )
+    return _with_design(record, MASKED_FAR_KEYS)
+
+
 #: The rules of the interventions of ``FILE``: name -> (record id, rule).
 RULES: dict[str, tuple[Design, str, Callable[[dict[str, Any]], dict[str, Any]]]] = {
     "mqar_rates": (MQAR_SPREAD, "mechanism-mqar-rates", mqar_rates),
@@ -348,6 +429,10 @@ def records(folder: str | Path) -> list[dict[str, Any]]:
     folder = results / FOLDER
     sweep, result = _read(folder / TASKS), _read(folder / FILE)
     t5 = {end: _read(results / path) for end, path in T5_FILES.items()}
+    far = _read(results / FAR_KEYS_FILE)
+    seeds = set() if far is None else {r["seed"] for r in far["runs"]}
+    if len(seeds) < ledger.INTERVAL_SEEDS:
+        far = None  # none, or a quick check's file: no verdict
     # the protocol's ten seeds or none: a quick check's file states no verdict
     full = result is not None and len(result["seeds"]) >= ledger.INTERVAL_SEEDS
     held = result["interventions"] if full else {}
@@ -365,13 +450,17 @@ def records(folder: str | Path) -> list[dict[str, Any]]:
             found.append(t5_last_bucket(t5[64], t5[32]))
         elif design is FIRE_SETTINGS and t5[64] is not None:
             found.append(fire_settings(t5[64]))
+        elif design is MASKED_FAR_KEYS and far is not None:
+            found.append(masked_far_keys(far))
         elif design not in {owner for owner, _, _ in RULES.values()}:
             found.append(pending(design))
     return found
 
 
 __all__ = [
+    "FAR_KEYS_FILE",
     "FILE",
+    "NEAR_BPB",
     "RULES",
     "SPLIT",
     "STRANDED",
@@ -381,6 +470,7 @@ __all__ = [
     "T5_FILES",
     "deberta_reach",
     "fire_settings",
+    "masked_far_keys",
     "mqar_rates",
     "mqar_spread",
     "pending",
