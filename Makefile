@@ -248,6 +248,20 @@ MECHANISMS_TEXT := $(BIN)/python -m relpos.book.text --runs-dir .sweep-runs --qu
 	--train-length 64 --eval-lengths 64,128,256,512,1024 --eval-bytes 32768 \
 	--steps 1000 --workers 2
 
+# Chapter 11's causal sweep on the protocol (issue 34): the length probe's job and
+# runs folder, so its nine schemes' runs are read back, not trained again, with
+# Shaw's table and Transformer-XL beside them: eleven schemes, rates tuned on two
+# seeds, ten seeds, every reading on the whole test split
+# (relpos/book/results/text_causal_protocol.json and .png).
+.PHONY: text-causal-protocol
+text-causal-protocol: $(TEST_ENV)
+	$(BIN)/python -m relpos.book.text.length_probe --quiet --workers 2 \
+	  --schemes none,absolute,rotary,t5,alibi,kerple,fire,shaw,transformer_xl,deberta,deberta-buckets \
+	  --seeds 0,1,2,3,4,5,6,7,8,9 --tune-seeds 100,101 --train-length 64 \
+	  --eval-lengths 64,128,256,512 --steps 1000 \
+	  --learning-rates 1e-3,3.16e-3,1e-2 --max-rates 8 \
+	  --output $(RESULTS)/text_causal_protocol.json
+
 # `mechanism-far-keys`: chapter 11's masked rise by intervention
 # (relpos.book.text.far_keys): the masked byte models with DeBERTa's and Shaw's
 # clipped tables (k = 32), tuned on two seeds and trained on ten, each read at
