@@ -56,7 +56,9 @@ def progression_start(positions: torch.Tensor) -> int | None:
     return start if torch.equal(row, steps) else None
 
 
-def applies(query: torch.Tensor, terms: PositionTerms | None, mask: Mask | None) -> bool:
+def applies(
+    query: torch.Tensor, terms: PositionTerms | None, mask: Mask | None
+) -> bool:
     """Whether :func:`attend` can serve this call (the module docstring's rules)."""
     if (
         terms is None
