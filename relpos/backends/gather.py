@@ -20,8 +20,9 @@ import torch.nn.functional as F
 from .. import masks
 from ..masks import Mask
 from ..scores import c2p_by_gather, p2c_by_gather, value_term
-from .terms import explicit_scores, pair_bias, pair_rows, projected_rows
 from .registry import PositionTerms
+from .strided import applies as strided_applies, attend as strided_attend
+from .terms import explicit_scores, pair_bias, pair_rows, projected_rows
 
 
 def position_bias(
@@ -72,7 +73,9 @@ def attend(
 ) -> torch.Tensor:
     """Attention with the position terms and the mask as one additive bias of sdpa.
 
-    Causal with nothing else to add: sdpa's own ``is_causal``.
+    Causal with nothing else to add: sdpa's own ``is_causal``. Terms of the
+    distance alone, at inference on the CPU: a strided view of one vector per
+    head, nothing ``n x n`` (``relpos.backends.strided``, which says when).
 
     Shapes:
         query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``
@@ -83,6 +86,8 @@ def attend(
         probs = F.dropout(probs, dropout_p, training=dropout_p > 0)  # (b, h, i, j)
         rows = pair_rows(terms)  # (B, i, j)
         return probs @ value + value_term(probs, terms.value_rows, rows)
+    if strided_applies(query, terms, mask):
+        return strided_attend(query, key, value, terms, mask, scale, dropout_p)
     bias = position_bias(query, key, terms, mask, scale)
     causal = mask is not None and mask.causal and bias is None
     return F.scaled_dot_product_attention(

@@ -35,6 +35,9 @@ class PositionTerms(NamedTuple):
       entries and the other kernels on whole ``(b, h, i, j)`` grids.
     - ``value_rows``: added to the context of query ``i`` as
       ``sum_j p_ij value_rows[h, row]`` (Shaw's relative values).
+    - ``distance_only``: ``bias`` reads ``head`` and ``rel`` alone, never
+      ``query_position`` (ALiBi, KERPLE; not FIRE), so a kernel may evaluate it
+      once per distance (``relpos.backends.strided``).
 
     c2p and p2c are multiplied by the kernel's ``scale`` like the content term;
     ``row_bias`` and ``bias`` are logits already.
@@ -55,6 +58,7 @@ class PositionTerms(NamedTuple):
     row_bias: torch.Tensor | None = None
     bias: Callable[..., torch.Tensor] | None = None
     value_rows: torch.Tensor | None = None
+    distance_only: bool = False
 
     @property
     def reach(self) -> int:

@@ -102,6 +102,9 @@ class AlibiBias(nn.Module):
         output: ``(h, i, j)``
     """
 
+    #: ``bias_at`` reads the distance alone (``PositionTerms.distance_only``).
+    distance_only = True
+
     def __init__(self, num_heads: int, causal: bool = False) -> None:
         super().__init__()
         self.num_heads = check_int("num_heads", num_heads, minimum=1)

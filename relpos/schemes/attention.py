@@ -35,7 +35,10 @@ class BiasSelfAttention(SchemeSelfAttention):
     grids). As in x-transformers, the attention never knows which scheme made
     the bias. A bias that is a number per bucket (T5) may also give ``lookup``
     (the bucket of each distance, ``relpos.backends.PositionTerms``) and
-    ``row_bias()`` (``(h, buckets)``), which the kernels then read by row.
+    ``row_bias()`` (``(h, buckets)``), which the kernels then read by row. A
+    module whose ``bias_at`` never reads ``query_position`` may say so with a
+    class attribute ``distance_only = True`` (ALiBi, KERPLE): the ``gather``
+    kernel then reads it once per distance (``relpos.backends.strided``).
 
     Args:
         hidden_size, num_heads, dropout, causal: as for ``SchemeSelfAttention``.
@@ -95,7 +98,10 @@ class BiasSelfAttention(SchemeSelfAttention):
             return PositionTerms(
                 query_positions, key_positions, lookup, row_bias=bias.row_bias()
             )
-        return PositionTerms(query_positions, key_positions, bias=bias.bias_at)
+        return PositionTerms(
+            query_positions, key_positions, bias=bias.bias_at,
+            distance_only=bool(getattr(bias, "distance_only", False)),
+        )
 
 
 __all__ = [

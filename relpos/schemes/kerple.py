@@ -127,6 +127,9 @@ class KerpleBias(nn.Module):
         forward: rel ``(i, j)`` -> ``(h, i, j)``
     """
 
+    #: ``bias_at`` reads the distance alone (``PositionTerms.distance_only``).
+    distance_only = True
+
     def __init__(self, num_heads: int, kernel: str = "log") -> None:
         super().__init__()
         self.num_heads = check_int("num_heads", num_heads, minimum=1)
