@@ -268,6 +268,22 @@ def test_table_shows_ratios_floors_and_skips():
     assert max(len(line) for line in text.splitlines()) <= 88
 
 
+def test_bounds_table_takes_each_schemes_fastest_kernel_at_the_longest_length():
+    """At n = 128: DeBERTa's flex (2.00, within no bound of 1.5), ALiBi skipped
+    there and so left out; lines of 88 at most."""
+    text = costs_report.bounds_table(_synthetic())
+    lines = text.splitlines()
+    assert lines[0].startswith("n = 128:")
+    deberta = next(line for line in lines if line.startswith("deberta "))
+    floor = roofline.cost_floor("deberta", 128, 32, 4, span=8)
+    assert deberta.split() == [
+        "deberta", "1.5", "flex", "2.00", "1.5", f"{floor:.2f}", "no"]
+    assert not any(line.startswith("alibi") for line in lines)
+    assert max(len(line) for line in lines) <= 88
+    best = costs_report.best_cells(_synthetic(), 64)
+    assert best["deberta"]["backend"] == "flex" and best["alibi"]["time_ratio"] == 1.1
+
+
 # -- the committed run and the appendix ------------------------------------------------
 
 

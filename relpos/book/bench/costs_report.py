@@ -4,7 +4,9 @@
 checks it; :func:`cost_series` gives each scheme and backend's ratios against
 ``n`` (what the figure draws); :func:`cost_table` lays the ratios out as text,
 one line per scheme and backend, one column per length, with each scheme's
-arithmetic floor on a line of its own.
+arithmetic floor on a line of its own; :func:`bounds_table` sets each scheme's
+best kernel at the longest length beside the bound the library holds itself to
+(:data:`BOUNDS`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,21 @@ from .report import check_rows
 
 #: What a series can hold: the time ratio, the memory ratio or the floor.
 MEASURES = ("time_ratio", "memory_ratio", "floor_ratio")
+#: The forward time each scheme should cost at most, as a multiple of plain
+#: attention at the longest measured length, on all the machine's threads: a
+#: little above its arithmetic floor (1 for the biases and rotary, 1.22 for
+#: DeBERTa, 1.16 for Shaw, 1.17 for FIRE, 1.88 for Transformer-XL at n = 2048).
+BOUNDS = {
+    "deberta": 1.5,
+    "deberta-buckets": 1.5,
+    "shaw": 1.5,
+    "transformer_xl": 2.5,
+    "t5": 1.2,
+    "alibi": 1.2,
+    "rotary": 1.2,
+    "fire": 1.3,
+    "kerple": 1.2,
+}
 
 
 def load_costs(path: str | Path | Traversable) -> dict[str, Any]:
@@ -146,3 +163,53 @@ def _seconds(row: dict[str, Any] | None) -> str:
 
 
 __all__ = ["MEASURES", "cost_series", "cost_table", "load_costs"]
+
+
+def best_cells(data: dict[str, Any], n: int) -> dict[str, dict[str, Any]]:
+    """Each scheme's fastest measured kernel at length ``n``: its row.
+
+    Shapes:
+        output: ``{scheme: row}`` for the schemes measured at ``n``
+    """
+    best: dict[str, dict[str, Any]] = {}
+    for row in data["results"]:
+        if row["scheme"] == PLAIN or row["n"] != n or row["status"] != "ok":
+            continue
+        held = best.get(row["scheme"])
+        if held is None or row["time_ratio"] < held["time_ratio"]:
+            best[row["scheme"]] = row
+    return best
+
+
+def bounds_table(data: dict[str, Any]) -> str:
+    """Each scheme's fastest kernel at the longest length against its bound.
+
+    One line per scheme of :data:`BOUNDS` that was measured: the bound, the
+    kernel, its time and memory as multiples of plain attention, the floor, and
+    whether the time is within the bound.
+    """
+    n = max(row["n"] for row in data["results"])
+    best = best_cells(data, n)
+    header = ["scheme", "bound", "kernel", "time x", "memory x", "floor", "within"]
+    lines = []
+    for scheme, bound in BOUNDS.items():
+        row = best.get(scheme)
+        if row is None:
+            continue
+        memory = row["memory_ratio"]
+        lines.append([
+            scheme, f"{bound:.1f}", row["backend"], f"{row['time_ratio']:.2f}",
+            "-" if memory is None else f"{memory:.1f}", f"{row['floor_ratio']:.2f}",
+            "yes" if row["time_ratio"] <= bound else "no",
+        ])
+    widths = [max(len(r[c]) for r in [header, *lines]) for c in range(len(header))]
+
+    def render(cells: list[str]) -> str:
+        return "  ".join(
+            cell.ljust(w) if c in (0, 2) else cell.rjust(w)
+            for c, (cell, w) in enumerate(zip(cells, widths))
+        ).rstrip()
+
+    title = f"n = {n}: each scheme's fastest kernel against its bound (x plain)"
+    rule = "-" * len(render(header))
+    return "\n".join([title, render(header), rule, *map(render, lines)])
