@@ -55,6 +55,10 @@ from .terms import projected_rows
 #: of ``BLOCK + 2L - 2`` keys, of which ``2L - 1`` a query are in the band.
 BLOCK = 128
 
+#: Queries per chunk of the band: its buffers (the blocks' masks and windows) stay
+#: this size whatever the length.
+CHUNK = 512
+
 #: The band pays where the keys outnumber its width this many times.
 WIDTHS = 2
 
@@ -103,13 +107,16 @@ def _offset(terms: PositionTerms) -> int | None:
 
 
 class _Rows(NamedTuple):
-    """The per-head rows the pairs read, scaled: the band's ``2L - 1`` (distance
-    ``r`` at ``r + L - 1``) and the two edges' (far behind, far ahead).
+    """The per-head rows the pairs read, scaled: the band's ``F <= 2L - 1``
+    (column ``f``: distance ``L - 1 - f``) and the two edges' (far behind, far
+    ahead).
 
     Shapes:
-        key_band, query_band, value_band: ``(h, 2L - 1, d)`` or None
+        key_band, query_band, value_band: ``(h, F, d)`` or None
         key_edges, query_edges, value_edges: ``(h, 2, d)`` or None
     """
+
+    width: int
 
     key_band: torch.Tensor | None
     query_band: torch.Tensor | None
@@ -119,10 +126,11 @@ class _Rows(NamedTuple):
     value_edges: torch.Tensor | None
 
 
-def _rows(terms: PositionTerms, scale: float, dtype: torch.dtype) -> _Rows:
-    """The band's and the edges' rows of each term (c2p and p2c times ``scale``)."""
+def _rows(terms: PositionTerms, scale: float, dtype: torch.dtype, width: int) -> _Rows:
+    """The band's and the edges' rows of each term (c2p and p2c times ``scale``).
+    """
     lookup, reach = terms.lookup, terms.reach
-    band = lookup[1 : 2 * reach]  # (2L - 1,)
+    band = lookup[1 : 2 * reach].flip(0)[:width]  # (F,): column f, distance L - 1 - f
     edges = lookup[[2 * reach, 0]]  # (2,): far behind, far ahead
     pos_key, pos_query = projected_rows(terms)  # (h, m, d) each, or None
     found = []
@@ -132,6 +140,7 @@ def _rows(terms: PositionTerms, scale: float, dtype: torch.dtype) -> _Rows:
         rows = None if rows is None else (rows * factor).to(dtype)
         found.append(rows)
     return _Rows(
+        width,
         *(None if rows is None else rows[:, band] for rows in found),
         *(None if rows is None else rows[:, edges] for rows in found),
     )
@@ -156,9 +165,10 @@ def attend(
     offset, reach = _offset(terms), terms.reach
     i, j = query.shape[-2], key.shape[-2]
     causal = mask is not None and mask.causal
-    rows = _rows(terms, scale, query.dtype)
-    out, lse = _band(query, key, value, rows, offset, reach, causal, scale)
-    parts = [(0, out, lse)]
+    width = 2 * reach - 1  # the causal rule keeps f <= j - i - offset + L - 1
+    width = min(width, j - i - offset + reach) if causal else width
+    rows = _rows(terms, scale, query.dtype, width)
+    parts = [(0, *_band(query, key, value, rows, offset, reach, scale))]
     behind = offset - reach  # query a reads the keys c <= a + behind
     parts += _far(query, key, value, rows, 0, behind, scale)
     if not causal:
@@ -169,66 +179,186 @@ def attend(
     return _merge(parts, i)
 
 
-def _band(query, key, value, rows, offset, reach, causal, scale):
-    """The band ``|rel| < L``, a block of queries at a time: its output and
-    log-sum-exp (``-inf`` for a query with no key in it).
+def _band(query, key, value, rows, offset, reach, scale):
+    """The band: blocks of ``B`` queries, each against its window of ``W = B + F -
+    1`` keys, the position terms a skewed mask of torch's fused kernel; a chunk of
+    blocks at a time.
+
+    Query ``a`` meets key ``c = a + offset - L + 1 + f`` at band column ``f``
+    (distance ``L - 1 - f``); block row ``r`` meets window column ``w = r + f``.
 
     Shapes:
+        query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``
         output: ``(b, h, i, d)`` and ``(b, h, i)``
     """
-    b, h, i, d = query.shape
-    j = key.shape[-2]
-    width = 2 * reach - 1
-    c2p = p2c = None
-    if rows.key_band is not None:
-        c2p = torch.einsum("bhid,hed->bhie", query, rows.key_band)  # (b, h, i, 2L-1)
+    i, j = query.shape[-2], key.shape[-2]
+    width = rows.width
+    size = min(BLOCK, i)
+    chunk = size * max(1, CHUNK // BLOCK)
+    padded = -(-i // size) * size
+    start = offset - reach + 1  # the key of query 0's column 0
+    key, value = (_keys(tensor, start, padded + width - 1) for tensor in (key, value))
+    scored = None  # p2c: every key against every band row
     if rows.query_band is not None:
-        p2c = torch.einsum("hed,bhjd->bhej", rows.query_band, key)  # (b, h, 2L-1, j)
+        scored = rows.query_band @ key.transpose(-1, -2)  # (b, h, F, c)
     outs, lses = [], []
-    for top in range(0, i, BLOCK):
-        size = min(BLOCK, i - top)
-        first = max(0, top + offset - reach + 1)
-        last = min(j, top + size - 1 + offset + reach)  # the window: [first, last)
-        if last <= first:
-            outs.append(query.new_zeros(b, h, size, d))
-            lses.append(query.new_full((b, h, size), float("-inf")))
-            continue
-        band, inside = _band_index(top, size, first, last, offset, reach, j - i, causal)
-        scores = torch.einsum(
-            "bhid,bhjd->bhij", query[:, :, top : top + size], key[:, :, first:last]
-        ) * scale  # (b, h, B, W)
-        index = band.expand(b, h, *band.shape)  # (b, h, B, W)
-        if c2p is not None:
-            scores += c2p[:, :, top : top + size].gather(-1, index)
-        if p2c is not None:
-            scores += p2c[..., first:last].gather(-2, index)
-        scores = scores.masked_fill_(~inside, float("-inf"))
-        lse = scores.logsumexp(-1)  # (b, h, B)
-        probs = (scores - lse[..., None]).exp_()  # (b, h, B, W)
-        out = probs @ value[:, :, first:last]  # (b, h, B, d)
-        if rows.value_band is not None:
-            weight = probs.new_zeros(b, h, size, width)  # (b, h, B, 2L - 1)
-            weight.scatter_add_(-1, index, probs)
-            out += torch.einsum("bhie,hed->bhid", weight, rows.value_band)
+    for top in range(0, i, chunk):
+        bottom = min(i, top + chunk)
+        blocks = -(-(bottom - top) // size)
+        keys = slice(top, top + blocks * size + width - 1)
+        bias = _band_bias(query[:, :, top:bottom], scored, top, rows)  # (b, h, r, F)
+        _outside(bias, start + top, j)
+        out, lse = _band_blocks(
+            query[:, :, top:bottom], key[:, :, keys], value[:, :, keys], bias, rows,
+            size, scale,
+        )
         outs.append(out)
         lses.append(lse)
     return torch.cat(outs, -2), torch.cat(lses, -1)
 
 
-def _band_index(top, size, first, last, offset, reach, lag, causal):
-    """Each pair's band row (``rel + L - 1``, clamped) and whether it is in the
-    band and allowed (the causal rule: key ``c <= a + lag``).
+def _band_blocks(query, key, value, bias, rows, size, scale):
+    """One chunk of the band (:func:`_band`), its blocks a batch of the fused kernel.
 
     Shapes:
-        output: ``(B, W)`` long and ``(B, W)`` bool
+        query: ``(b, h, i, d)``; key, value: ``(b, h, blocks B + F - 1, d)``
+        bias: ``(b, h, i, F)``; output: ``(b, h, i, d)`` and ``(b, h, i)``
     """
-    query = torch.arange(top, top + size)[:, None]  # (B, 1)
-    key = torch.arange(first, last)[None, :]  # (1, W)
-    band = offset + query - key + reach - 1  # (B, W)
-    inside = (band >= 0) & (band <= 2 * reach - 2)
-    if causal:
-        inside &= key <= query + lag
-    return band.clamp_(0, 2 * reach - 2), inside
+    b, _, i, _ = query.shape
+    blocks = -(-i // size)
+    window = size + rows.width - 1
+    bias = F.pad(bias, (0, 0, 0, blocks * size - i))  # (b, h, blocks B, F)
+    mask = _skewed(bias, size, window)  # (b blocks, h, B, W)
+    stacked = _by_block(F.pad(query, (0, 0, 0, blocks * size - i)), size)
+    keys, values = (_windows(tensor, size, window) for tensor in (key, value))
+    out, lse = _flash(stacked, keys, values, attn_mask=mask, scale=scale)
+    if rows.value_band is not None:
+        out = out + _value_term(stacked, keys, bias, lse, rows, scale)
+    out = _from_blocks(out, b)[:, :, :i]  # (b, h, i, d)
+    return out, _from_blocks(lse[..., None], b)[:, :, :i, 0]
+
+
+def _keys(tensor: torch.Tensor, start: int, span: int) -> torch.Tensor:
+    """Keys (or values) ``start, ..., start + span - 1``, zeros where there are none.
+
+    Shapes:
+        tensor: ``(b, h, j, d)``; output: ``(b, h, span, d)``
+    """
+    j = tensor.shape[-2]
+    inside = tensor[:, :, max(0, start) : max(0, min(j, start + span))]
+    left = min(span, max(0, -start))
+    return F.pad(inside, (0, 0, left, span - left - inside.shape[-2]))
+
+
+def _band_bias(query, scored, top, rows) -> torch.Tensor:
+    """c2p and p2c in band columns: ``q_a . K[f] + k_{top + a + f} . Q[f]`` (keys
+    from the band's first), built as ``(F, i)``: p2c is read along the diagonal
+    ``(f, top + a + f)`` of every key's scores, a view with strides ``(c + 1, 1)``.
+
+    Shapes:
+        query: ``(b, h, i, d)``; scored: ``(b, h, F, c)`` or None
+        output: ``(b, h, i, F)``, a transposed view
+    """
+    b, h, i, _ = query.shape
+    width = rows.width
+    bias = None
+    if rows.key_band is not None:
+        bias = rows.key_band @ query.transpose(-1, -2)  # (b, h, F, i)
+    if scored is not None:
+        diagonal = scored.as_strided(
+            (b, h, width, i), (*scored.stride()[:2], scored.shape[-1] + 1, 1),
+            scored.storage_offset() + top,
+        )  # (b, h, F, i): entry (f, a) is key top + a + f's score against row f
+        bias = diagonal.clone() if bias is None else bias.add_(diagonal)
+    return bias.transpose(-1, -2)  # (b, h, i, F)
+
+
+def _outside(bias: torch.Tensor, start: int, keys: int) -> None:
+    """``-inf`` (in place) where query ``a``'s column ``f`` has no key: ``c = start
+    + a + f`` outside ``0, ..., keys - 1`` (the first and last rows only).
+
+    Shapes:
+        bias: ``(b, h, i, F)``
+    """
+    queries, width = bias.shape[-2:]
+    for rows in (
+        range(0, min(queries, max(0, -start))),
+        range(max(0, keys - start - width + 1), queries),
+    ):
+        if len(rows):
+            key = start + torch.arange(rows.start, rows.stop)[:, None]  # (r, 1)
+            key = key + torch.arange(width)  # (r, F)
+            found = bias[..., rows.start : rows.stop, :]  # (b, h, r, F)
+            found.masked_fill_((key < 0) | (key >= keys), float("-inf"))
+
+
+def _skewed(bias: torch.Tensor, size: int, window: int) -> torch.Tensor:
+    """Band columns to window columns: block row ``r``, column ``w = r + f`` holds
+    ``bias[r, f]``, the rest ``-inf``. Each row padded with ``B`` entries of
+    ``-inf`` is ``W + 1`` long; read ``W`` a row, row ``r`` starts ``r`` later.
+
+    Shapes:
+        bias: ``(b, h, blocks B, F)``; output: ``(b blocks, h, B, W)``
+    """
+    b, h, n, width = bias.shape
+    blocks = n // size
+    padded = F.pad(bias.view(b, h, blocks, size, width), (0, size), value=-torch.inf)
+    flat = padded.view(b, h, blocks, size * (size + width))[..., : size * window]
+    skewed = flat.view(b, h, blocks, size, window)  # (b, h, blocks, B, W)
+    return skewed.transpose(1, 2).reshape(b * blocks, h, size, window)
+
+
+def _by_block(tensor: torch.Tensor, size: int) -> torch.Tensor:
+    """Blocks of ``B`` rows as a batch.
+
+    Shapes:
+        tensor: ``(b, h, blocks B, d)``; output: ``(b blocks, h, B, d)``
+    """
+    b, h, n, d = tensor.shape
+    blocks = tensor.view(b, h, n // size, size, d)  # (b, h, blocks, B, d)
+    return blocks.transpose(1, 2).reshape(b * (n // size), h, size, d)
+
+
+def _from_blocks(tensor: torch.Tensor, b: int) -> torch.Tensor:
+    """The inverse of :func:`_by_block`.
+
+    Shapes:
+        tensor: ``(b blocks, h, B, d)``; output: ``(b, h, blocks B, d)``
+    """
+    stacked, h, size, d = tensor.shape
+    blocks = tensor.view(b, stacked // b, h, size, d)  # (b, blocks, h, B, d)
+    return blocks.transpose(1, 2).reshape(b, h, stacked // b * size, d)
+
+
+def _windows(tensor: torch.Tensor, size: int, window: int) -> torch.Tensor:
+    """Block ``t``'s window: rows ``t B, ..., t B + W - 1``.
+
+    Shapes:
+        tensor: ``(b, h, blocks B + F - 1, d)``; output: ``(b blocks, h, W, d)``
+    """
+    b, h, _, d = tensor.shape
+    found = tensor.unfold(2, window, size)  # (b, h, blocks, d, W)
+    blocks = found.shape[2]
+    return found.permute(0, 2, 1, 4, 3).reshape(b * blocks, h, window, d)
+
+
+def _value_term(query, key, bias, lse, rows, scale) -> torch.Tensor:
+    """Shaw's values in the band: each pair's probability, read in band columns
+    (a view with strides ``(W + 1, 1)`` of the block's scores), times its row.
+
+    Shapes:
+        query: ``(b blocks, h, B, d)``; key: ``(b blocks, h, W, d)``
+        bias: ``(b, h, blocks B, F)``; lse: ``(b blocks, h, B)``
+        output: ``(b blocks, h, B, d)``
+    """
+    stacked, h, size, _ = query.shape
+    window, width = key.shape[-2], rows.width
+    scores = torch.einsum("bhid,bhjd->bhij", query, key) * scale  # (b t, h, B, W)
+    band = scores.as_strided(
+        (stacked, h, size, width), (*scores.stride()[:2], window + 1, 1)
+    )  # (b t, h, B, F): row r, column f is window column r + f
+    band = band + _by_block(bias, size) - lse[..., None]
+    return torch.einsum("bhif,hfd->bhid", band.exp_(), rows.value_band)
 
 
 def _far(query, key, value, rows, edge, shift, scale):
@@ -310,4 +440,4 @@ def _merge(parts, queries: int) -> torch.Tensor:
     return merged
 
 
-__all__ = ["BLOCK", "WIDTHS", "applies", "attend"]
+__all__ = ["BLOCK", "CHUNK", "WIDTHS", "applies", "attend"]
