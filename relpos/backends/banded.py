@@ -381,8 +381,9 @@ def _far(query, key, value, rows, edge, shift, scale):
     wide_query, wide_key, wide_value = _augmented(query, key, value, rows, edge, scale)
     parts = []
     if corner < j:
+        last = min(j, corner + i - top)  # query top + r reads keys up to corner + r
         parts.append(_flash(
-            wide_query, wide_key[:, :, corner:], wide_value[:, :, corner:],
+            wide_query, wide_key[:, :, corner:last], wide_value[:, :, corner:last],
             is_causal=True, scale=1.0,
         ))
     if corner > 0:
