@@ -57,10 +57,10 @@ BLOCK = 128
 
 #: Queries per chunk of the band: its buffers (the blocks' masks and windows) stay
 #: this size whatever the length.
-CHUNK = 512
+CHUNK = 128
 
 #: The band pays where the keys outnumber its width this many times.
-WIDTHS = 2
+WIDTHS = 1.75
 
 _flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
 
@@ -227,9 +227,11 @@ def _band_blocks(query, key, value, bias, rows, size, scale):
     b, _, i, _ = query.shape
     blocks = -(-i // size)
     window = size + rows.width - 1
-    bias = F.pad(bias, (0, 0, 0, blocks * size - i))  # (b, h, blocks B, F)
+    if blocks * size > i:  # the last block filled up with queries of no use
+        bias = F.pad(bias, (0, 0, 0, blocks * size - i))  # (b, h, blocks B, F)
+        query = F.pad(query, (0, 0, 0, blocks * size - i))
     mask = _skewed(bias, size, window)  # (b blocks, h, B, W)
-    stacked = _by_block(F.pad(query, (0, 0, 0, blocks * size - i)), size)
+    stacked = _by_block(query, size)
     keys, values = (_windows(tensor, size, window) for tensor in (key, value))
     out, lse = _flash(stacked, keys, values, attn_mask=mask, scale=scale)
     if rows.value_band is not None:
@@ -302,10 +304,11 @@ def _skewed(bias: torch.Tensor, size: int, window: int) -> torch.Tensor:
     """
     b, h, n, width = bias.shape
     blocks = n // size
-    padded = F.pad(bias.view(b, h, blocks, size, width), (0, size), value=-torch.inf)
-    flat = padded.view(b, h, blocks, size * (size + width))[..., : size * window]
-    skewed = flat.view(b, h, blocks, size, window)  # (b, h, blocks, B, W)
-    return skewed.transpose(1, 2).reshape(b * blocks, h, size, window)
+    padded = bias.new_empty(b, blocks, h, size, size + width)  # (b, t, h, B, B + F)
+    padded[..., width:] = -torch.inf
+    padded[..., :width] = bias.view(b, h, blocks, size, width).transpose(1, 2)
+    flat = padded.view(b * blocks, h, size * (size + width))[..., : size * window]
+    return flat.view(b * blocks, h, size, window)
 
 
 def _by_block(tensor: torch.Tensor, size: int) -> torch.Tensor:
