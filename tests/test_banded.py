@@ -2,7 +2,7 @@
 
 Which calls take it (a projected table or key rows, nothing else on the logits,
 at inference on the CPU, positions one progression, no mask but the causal rule,
-keys more than twice the band), that they give the general path's output to
+keys more than ``WIDTHS`` bands), that they give the general path's output to
 rounding on an encoder, a decoder and a decoder with a cache, at lengths where the
 band, both far fields and the ends of the sequence all occur, and that torch's
 kernel is never handed an ``n x n`` mask.
@@ -153,7 +153,7 @@ def test_decoding_with_a_cache(name):
 @pytest.mark.parametrize("name", ["deberta", "shaw"])
 def test_falls_back_where_the_band_does_not_hold_the_call(name):
     """Padding, positions that are not one progression, training and a sequence
-    not longer than twice the band take the general path, with the same answer."""
+    not longer than ``WIDTHS`` bands take the general path, with the same answer."""
     made = module(name)
     x = torch.randn(2, LENGTH, HIDDEN, dtype=torch.float64)
     padding = torch.ones(2, LENGTH)
@@ -165,7 +165,7 @@ def test_falls_back_where_the_band_does_not_hold_the_call(name):
             made(x, **kwargs)
         assert answers == [False]
     reach = made.lookup.shape[0] // 2
-    short = x[:, : 2 * (2 * reach - 1)]
+    short = x[:, : int(banded.WIDTHS * (2 * reach - 1))]
     fast, general, answers = outputs(made, short)
     assert answers == [False] and torch.equal(fast, general)
     with recorded() as answers:

@@ -12,9 +12,14 @@ attention under the causal rule, on sequences shifted by ``L`` (query ``i``
 reads the keys ``j <= i - L``), which torch's fused kernel computes without
 building its scores, and it returns its log-sum-exp. The far-ahead field is the
 same on reversed sequences. Only the *band* ``|i - j| < L`` reads the table's
-other rows: ``2L - 1`` keys a query, linear in ``n``. It is computed a block of
-``BLOCK`` queries at a time against their window of keys, each pair's c2p and
-p2c gathered from the rows' scores, and the three parts are merged exactly by
+other rows: ``F = 2L - 1`` keys a query, linear in ``n``. In band columns (query
+``a``, column ``f``: the key at distance ``L - 1 - f``) c2p is every query
+against the ``F`` rows, ``(i, F)``, and p2c every key against them read along a
+diagonal, a strided view. A block of ``BLOCK`` queries meets a window of ``W = B
++ F - 1`` keys; its band, padded with ``-inf`` and read ``W`` a row, is the
+skewed mask of the fused kernel for the block (Transformer-XL's relative shift
+again, ``relpos.backends.strided``), and all blocks of a chunk are one call,
+which returns the band's log-sum-exp too. The three parts are merged exactly by
 their log-sum-exps (``out = sum_r exp(lse_r - lse) out_r``).
 
 Shaw's relative values come out of the same pieces with linear memory: in the
@@ -35,8 +40,8 @@ one inside it. And only where it pays: ``n_k > WIDTHS * (2L - 1)``.
 
 Shapes:
     query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``; output: ``(b, h, i, d)``
-    a block of the band: ``(b, h, B, W)`` with ``W <= B + 2L - 2``
-    the rows' scores: ``(b, h, i, 2L - 1)`` and ``(b, h, 2L - 1, j)``
+    the band's mask: ``(b blocks, h, B, W)`` per chunk, ``W = B + F - 1``
+    the rows' scores: ``(b, h, F, B)`` per chunk and ``(b, h, F, j + F - 1)``
 """
 
 from __future__ import annotations
@@ -55,17 +60,22 @@ from .terms import projected_rows
 #: of ``BLOCK + 2L - 2`` keys, of which ``2L - 1`` a query are in the band.
 BLOCK = 128
 
-#: Queries per chunk of the band: its buffers (the blocks' masks and windows) stay
-#: this size whatever the length.
+#: Queries per chunk of the band (one call of the fused kernel): its buffers, the
+#: blocks' mask and the c2p scores, stay this size whatever the length, and in
+#: the cache (at ``k = 256``, 12 heads: 4 MB); 512 was a third slower.
 CHUNK = 128
 
-#: The band pays where the keys outnumber its width this many times.
+#: The band pays where the keys outnumber its width this many times: measured at
+#: ``k = 256`` on one thread, it loses to the general path at 1.2 and 1.56 widths
+#: (DeBERTa at n = 600, 800) and wins from 1.56 (log buckets at n = 1600) on.
 WIDTHS = 1.75
 
 _flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
 
 
-def applies(query: torch.Tensor, terms: PositionTerms | None, mask: Mask | None) -> bool:
+def applies(
+    query: torch.Tensor, terms: PositionTerms | None, mask: Mask | None
+) -> bool:
     """Whether :func:`attend` can serve this call (the module docstring's rules)."""
     if (
         terms is None
@@ -91,9 +101,9 @@ def applies(query: torch.Tensor, terms: PositionTerms | None, mask: Mask | None)
     i, j = terms.query_positions.shape[1], terms.key_positions.shape[1]
     if reach < 1 or j <= WIDTHS * (2 * reach - 1):
         return False
-    if mask is not None and mask.causal:
-        return abs(offset - (j - i)) < reach
-    return True
+    if not 1 - reach <= offset <= j - i + reach - 1:
+        return False  # a query whose band holds no key
+    return mask is None or not mask.causal or offset > j - i - reach
 
 
 def _offset(terms: PositionTerms) -> int | None:
@@ -117,7 +127,6 @@ class _Rows(NamedTuple):
     """
 
     width: int
-
     key_band: torch.Tensor | None
     query_band: torch.Tensor | None
     value_band: torch.Tensor | None
@@ -186,6 +195,8 @@ def _band(query, key, value, rows, offset, reach, scale):
 
     Query ``a`` meets key ``c = a + offset - L + 1 + f`` at band column ``f``
     (distance ``L - 1 - f``); block row ``r`` meets window column ``w = r + f``.
+    The causal rule cuts the band's columns (``F <= 2L - 1``); keys before the
+    first or after the last are ``-inf``.
 
     Shapes:
         query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``
@@ -356,7 +367,7 @@ def _value_term(query, key, bias, lse, rows, scale) -> torch.Tensor:
     """
     stacked, h, size, _ = query.shape
     window, width = key.shape[-2], rows.width
-    scores = torch.einsum("bhid,bhjd->bhij", query, key) * scale  # (b t, h, B, W)
+    scores = (query * scale) @ key.transpose(-1, -2)  # (b t, h, B, W)
     band = scores.as_strided(
         (stacked, h, size, width), (*scores.stride()[:2], window + 1, 1)
     )  # (b t, h, B, F): row r, column f is window column r + f
@@ -387,12 +398,12 @@ def _far(query, key, value, rows, edge, shift, scale):
         last = min(j, corner + i - top)  # query top + r reads keys up to corner + r
         parts.append(_flash(
             wide_query, wide_key[:, :, corner:last], wide_value[:, :, corner:last],
-            is_causal=True, scale=1.0,
+            is_causal=True, scale=scale,
         ))
     if corner > 0:
         end = min(corner, j)
         parts.append(_flash(
-            wide_query, wide_key[:, :, :end], wide_value[:, :, :end], scale=1.0
+            wide_query, wide_key[:, :, :end], wide_value[:, :, :end], scale=scale
         ))
     shared = None  # c2p: one logit for all of a query's keys in the field
     if rows.key_edges is not None:
@@ -409,18 +420,18 @@ def _far(query, key, value, rows, edge, shift, scale):
 
 
 def _augmented(query, key, value, rows, edge, scale):
-    """Queries, keys and values for the fused kernel at scale 1: p2c at the edge
-    as one more dimension, ``[q_a scale, 1] . [k_c, k_c . Q[edge]]``.
+    """Queries, keys and values for the fused kernel: p2c at the edge as one more
+    dimension, ``scale [q_a, 1 / scale] . [k_c, k_c . Q[edge]]`` (the rows
+    scaled already), the values padded with a zero to the same width.
 
     Shapes:
         query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``
         output: ``(b, h, i, d')``, ``(b, h, j, d')`` twice; ``d' = d`` or ``d + 1``
     """
-    query = query * scale
     if rows.query_edges is None:
         return query, key, value
     per_key = torch.einsum("bhjd,hd->bhj", key, rows.query_edges[:, edge])
-    query = torch.cat([query, query.new_ones(*query.shape[:-1], 1)], -1)
+    query = torch.cat([query, query.new_full((*query.shape[:-1], 1), 1 / scale)], -1)
     key = torch.cat([key, per_key[..., None]], -1)  # (b, h, j, d + 1)
     return query, key, F.pad(value, (0, 1))
 
