@@ -70,7 +70,9 @@ CHUNK = 128
 #: (DeBERTa at n = 600, 800) and wins from 1.56 (log buckets at n = 1600) on.
 WIDTHS = 1.75
 
-_flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+#: torch's fused CPU kernel with its log-sum-exp (private; None where a torch
+#: version lacks it, and then the general path serves every call).
+_flash = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
 
 
 def applies(
@@ -79,6 +81,7 @@ def applies(
     """Whether :func:`attend` can serve this call (the module docstring's rules)."""
     if (
         terms is None
+        or _flash is None
         or query.device.type != "cpu"
         or torch.is_grad_enabled()
         or torch.compiler.is_compiling()
