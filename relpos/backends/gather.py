@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from .. import masks
 from ..masks import Mask
 from ..scores import c2p_by_gather, p2c_by_gather, value_term
+from .banded import applies as banded_applies, attend as banded_attend
 from .registry import PositionTerms
 from .strided import applies as strided_applies, attend as strided_attend
 from .terms import explicit_scores, pair_bias, pair_rows, projected_rows
@@ -76,18 +77,22 @@ def attend(
     Causal with nothing else to add: sdpa's own ``is_causal``. Terms of the
     distance alone, at inference on the CPU: a strided view of one vector per
     head, nothing ``n x n`` (``relpos.backends.strided``, which says when).
+    Clipped table or key rows (DeBERTa, Shaw), likewise: a band and two far fields
+    (``relpos.backends.banded``).
 
     Shapes:
         query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``
         output: ``(b, h, i, d)``
     """
+    if strided_applies(query, terms, mask):
+        return strided_attend(query, key, value, terms, mask, scale, dropout_p)
+    if dropout_p == 0 and banded_applies(query, terms, mask):
+        return banded_attend(query, key, value, terms, mask, scale, dropout_p)
     if terms is not None and terms.value_rows is not None:
         probs = explicit_scores(query, key, terms, mask, scale).probs
         probs = F.dropout(probs, dropout_p, training=dropout_p > 0)  # (b, h, i, j)
         rows = pair_rows(terms)  # (B, i, j)
         return probs @ value + value_term(probs, terms.value_rows, rows)
-    if strided_applies(query, terms, mask):
-        return strided_attend(query, key, value, terms, mask, scale, dropout_p)
     bias = position_bias(query, key, terms, mask, scale)
     causal = mask is not None and mask.causal and bias is None
     return F.scaled_dot_product_attention(

@@ -1,0 +1,202 @@
+"""The band and the far fields (``relpos.backends.banded``).
+
+Which calls take it (a projected table or key rows, nothing else on the logits,
+at inference on the CPU, positions one progression, no mask but the causal rule,
+keys more than ``WIDTHS`` bands), that they give the general path's output to
+rounding on an encoder, a decoder and a decoder with a cache, at lengths where the
+band, both far fields and the ends of the sequence all occur, and that torch's
+kernel is never handed an ``n x n`` mask.
+
+Shape legend:
+    b  batch      n  sequence length      hidden  model width (16)
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import pytest
+import torch
+
+import relpos
+from relpos.backends import banded, gather
+from relpos.schemes.registry import resolve
+
+from _every import HEADS, HIDDEN, MODULES, SPAN, build, spread, tolerance
+
+#: The registry's schemes and variants the band serves: DeBERTa's table (clipped,
+#: log buckets, one position term, its own position projections) and Shaw's key
+#: rows (with and without relative values). Their reach ``L`` at ``SPAN``: 5
+#: (DeBERTa), 9 (log buckets), 4 (Shaw).
+BAND_SCHEMES = (
+    "deberta", "deberta-buckets", "deberta-c2p", "deberta-p2c",
+    "deberta-separate-keys", "shaw", "shaw-keys",
+)
+#: Long enough for a band of ``2L - 1 = 17`` keys (log buckets), both far fields and
+#: the rows at each end where the band leaves the sequence: ``n >= 3L + a few``.
+LENGTH = 40
+
+
+def module(name: str, causal: bool = False) -> relpos.SelfAttention:
+    """``name`` on ``gather`` at the span ``SPAN``, float64, parameters spread out.
+
+    Shapes:
+        the module maps ``(b, n, 16)`` to ``(b, n, 16)``
+    """
+    registration, variant = resolve(name)
+    sizes = dict(registration.variants[variant]) if variant else {}
+    sizes.update(registration.sized[registration.name](SPAN))
+    torch.manual_seed(0)
+    made = registration.attention(
+        HIDDEN, HEADS, backend="gather", causal=causal, **sizes
+    )
+    spread(made)
+    return made.double().eval()
+
+
+@contextmanager
+def general_path():
+    """The ``gather`` kernel with the band turned off."""
+    taken = gather.banded_applies
+    gather.banded_applies = lambda *args: False
+    try:
+        yield
+    finally:
+        gather.banded_applies = taken
+
+
+@contextmanager
+def recorded():
+    """Each ``banded.applies`` answer of the calls inside."""
+    answers: list[bool] = []
+    taken = gather.banded_applies
+
+    def record(*args):
+        answers.append(taken(*args))
+        return answers[-1]
+
+    gather.banded_applies = record
+    try:
+        yield answers
+    finally:
+        gather.banded_applies = taken
+
+
+def outputs(made, x, **kwargs):
+    """The module's output through the band (where it applies) and without it."""
+    with torch.no_grad(), recorded() as answers:
+        fast = made(x, **kwargs)
+    with torch.no_grad(), general_path():
+        general = made(x, **kwargs)
+    return fast, general, answers
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["encoder", "causal"])
+@pytest.mark.parametrize("name", list(MODULES))
+def test_which_schemes_take_the_band(name, causal):
+    """The band serves exactly DeBERTa's and Shaw's modules (the others' output is
+    the general path's own)."""
+    made = build(name, "gather", causal=causal)
+    x = torch.randn(2, LENGTH, HIDDEN, dtype=torch.float64)
+    fast, general, answers = outputs(made, x)
+    assert any(answers) == (name in BAND_SCHEMES)
+    torch.testing.assert_close(fast, general, **tolerance(torch.float64))
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["encoder", "causal"])
+@pytest.mark.parametrize("name", BAND_SCHEMES)
+def test_same_output_as_the_general_path(name, causal):
+    """To 1e-10 in float64, from position 0 and from position 5, a batch of 3."""
+    made = module(name, causal)
+    x = torch.randn(3, LENGTH, HIDDEN, dtype=torch.float64)
+    for positions in (None, torch.arange(5, 5 + LENGTH)):
+        fast, general, answers = outputs(made, x, positions=positions)
+        assert answers == [True]
+        torch.testing.assert_close(fast, general, atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["encoder", "causal"])
+@pytest.mark.parametrize("name", ["deberta", "deberta-p2c", "shaw"])
+def test_blocks_and_chunks(name, causal, monkeypatch):
+    """Blocks of 3 queries, chunks of 2 blocks (40 queries: 6 chunks and a last
+    block of 1), and 41 queries against a band reaching past both ends: the
+    general path's output."""
+    monkeypatch.setattr(banded, "BLOCK", 3)
+    monkeypatch.setattr(banded, "CHUNK", 7)
+    made = module(name, causal)
+    for length in (LENGTH, LENGTH + 1):
+        x = torch.randn(2, length, HIDDEN, dtype=torch.float64)
+        fast, general, answers = outputs(made, x)
+        assert answers == [True]
+        torch.testing.assert_close(fast, general, atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", BAND_SCHEMES)
+def test_decoding_with_a_cache(name):
+    """A prompt of 30, then one token at a time: every step takes the band (queries
+    ``t, ...`` against keys ``0, ..., t``: a far-behind rectangle beside its
+    triangle) and gives what the whole sequence gives at once."""
+    made = module(name, causal=True)
+    x = torch.randn(2, LENGTH, HIDDEN, dtype=torch.float64)
+    with torch.no_grad(), general_path():
+        whole = made(x)
+    cache = relpos.KVCache()
+    steps = []
+    with torch.no_grad(), recorded() as answers:
+        steps.append(made(x[:, :30], cache=cache))
+        for t in range(30, LENGTH):
+            steps.append(made(x[:, t : t + 1], cache=cache))
+    assert answers == [True] * (1 + LENGTH - 30)
+    torch.testing.assert_close(torch.cat(steps, 1), whole, atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["deberta", "shaw"])
+def test_falls_back_where_the_band_does_not_hold_the_call(name):
+    """Padding, positions that are not one progression, training and a sequence
+    not longer than ``WIDTHS`` bands take the general path, with the same answer."""
+    made = module(name)
+    x = torch.randn(2, LENGTH, HIDDEN, dtype=torch.float64)
+    padding = torch.ones(2, LENGTH)
+    padding[1, 30:] = 0
+    shuffled = torch.arange(LENGTH).repeat(2, 1)
+    shuffled[0, [3, 4]] = shuffled[0, [4, 3]]
+    for kwargs in ({"attention_mask": padding}, {"positions": shuffled}):
+        with torch.no_grad(), recorded() as answers:
+            made(x, **kwargs)
+        assert answers == [False]
+    reach = made.lookup.shape[0] // 2
+    short = x[:, : int(banded.WIDTHS * (2 * reach - 1))]
+    fast, general, answers = outputs(made, short)
+    assert answers == [False] and torch.equal(fast, general)
+    with recorded() as answers:
+        made(x).sum().backward()
+    assert answers == [False]
+
+
+def test_no_mask_is_n_by_n():
+    """DeBERTa at n = 40 (``L = 5``, blocks of 40): torch's kernel gets the band's
+    ``(b, h, 40, 48)`` skewed mask and two far fields of 35 queries and keys under
+    the causal rule, with p2c one more dimension; nothing ``40 x 40``."""
+    seen = []
+    flash = banded._flash
+
+    def spy(query, key, value, **kwargs):
+        mask = kwargs.get("attn_mask")
+        seen.append((tuple(query.shape), tuple(key.shape), kwargs.get("is_causal"),
+                     None if mask is None else tuple(mask.shape)))
+        return flash(query, key, value, **kwargs)
+
+    made = module("deberta")
+    x = torch.randn(2, LENGTH, HIDDEN, dtype=torch.float64)
+    banded._flash = spy
+    try:
+        with torch.no_grad():
+            made(x)
+    finally:
+        banded._flash = flash
+    d = HIDDEN // HEADS
+    assert seen == [
+        ((2, 2, 40, d), (2, 2, 48, d), None, (2, 2, 40, 48)),
+        ((2, 2, 35, d + 1), (2, 2, 35, d + 1), True, None),
+        ((2, 2, 35, d + 1), (2, 2, 35, d + 1), True, None),
+    ]
