@@ -394,9 +394,9 @@ TEXT_AFTER = $(BIN)/python -m relpos.book.text.gradients \
 
 # The ledger of claims (relpos/book/results/claims.json), every record computed by
 # a rule from the result files (relpos.book.experiments.verdicts on results/protocol/
-# for chapters 9 and 10, relpos.book.text.verdicts for chapter 11, and for chapter
-# 12 verdicts.first_pass on results/first_pass/ and verdicts.interventions); under a
-# minute.
+# for chapters 9 and 10, relpos.book.text.verdicts for chapter 11, for chapter 12
+# verdicts.first_pass on results/first_pass/ and verdicts.interventions, and for
+# chapter 14 verdicts.probes on results/probes/); under a minute.
 ledger: $(TEST_ENV)
 	$(BIN)/python -m relpos.book.results
 
