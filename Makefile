@@ -333,12 +333,14 @@ probe-positions: $(TEST_ENV)
 	$(PROBE_AFTER)
 
 # After a probe's sweep: the ledger rebuilt from every result file, then the
-# chapters that print it (the claims table in chapter 1, the probes' sections in
-# chapter 11, the claims chapter 10 states) executed again, so that their stored
-# outputs are the new verdicts (nbval compares them).
+# chapters that print it (the claims table in chapter 1, the claims chapter 10
+# states, chapter 11's text measurements, and the probes' sections and verdicts
+# in chapter 14) executed again, so that their stored outputs are the new
+# verdicts (nbval compares them).
 PROBE_AFTER = $(BIN)/python -m relpos.book.results && \
 	$(BIN)/python tools/run_notebooks.py book/01_absolute_to_relative.ipynb \
-	  book/10_testing_debertas_design.ipynb book/11_real_text.ipynb
+	  book/10_testing_debertas_design.ipynb book/11_real_text.ipynb \
+	  book/14_the_four_claims_probed.ipynb
 
 # The language models on the Python standard library's docstrings
 # (relpos/book/results/text_*.json): every scheme of the main sweep plus FIRE and
@@ -392,9 +394,9 @@ TEXT_AFTER = $(BIN)/python -m relpos.book.text.gradients \
 
 # The ledger of claims (relpos/book/results/claims.json), every record computed by
 # a rule from the result files (relpos.book.experiments.verdicts on results/protocol/
-# for chapters 9 and 10, relpos.book.text.verdicts for chapter 11, and for chapter
-# 12 verdicts.first_pass on results/first_pass/ and verdicts.interventions); under a
-# minute.
+# for chapters 9 and 10, relpos.book.text.verdicts for chapter 11, for chapter 12
+# verdicts.first_pass on results/first_pass/ and verdicts.interventions, and for
+# chapter 14 verdicts.probes on results/probes/); under a minute.
 ledger: $(TEST_ENV)
 	$(BIN)/python -m relpos.book.results
 

@@ -47,7 +47,7 @@ def test_each_problem_set_is_due_weeks_after_its_session():
     taught = {
         f"ch{n:02d}": s["number"] for s in PLAN["sessions"] for n in s["chapters"]
     }
-    assert sorted(dates) == sorted(taught) and len(dates) == 13
+    assert sorted(dates) == sorted(taught) and len(dates) == 14
     days = 7 * PLAN["format"]["homework_due_weeks"]  # the plan's one due rule
     interval = PLAN["assessment"]["session_interval_days"]
     for name, session in taught.items():
@@ -58,8 +58,9 @@ def test_each_problem_set_is_due_weeks_after_its_session():
     # two a week at most, in the book's order: chapter 3 moves a week later
     assert dates["ch02"] == dates["ch01"]
     assert dates["ch03"] == dates["ch01"] + timedelta(weeks=1)
-    # the last session's problem set: two weeks after it, no session there
-    assert dates["ch13"] == first + timedelta(days=5 * interval + 2 * days)
+    # the last session's two problem sets: two weeks after it, no session there
+    last = first + timedelta(days=5 * interval + 2 * days)
+    assert dates["ch13"] == dates["ch14"] == last
 
 
 @pytest.mark.parametrize("text", ["2026-09-14", "2026-09-14T10:00", "next monday"])

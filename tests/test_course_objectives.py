@@ -119,7 +119,7 @@ def test_the_syllabus_dates_are_the_plans_and_nbgraders():
     assert course_plan.day_of_term(PLAN, 0) == "Mon 11 Jan 2027, 10:00"
     assert course_plan.day_of_term(PLAN, 31) == "Thu 11 Feb 2027, 10:00"
     milestones = [what for _, what in calendar if "milestone" in what]
-    assert len(milestones) == 3 and len(calendar) == 6 + 13 + 3
+    assert len(milestones) == 3 and len(calendar) == 6 + 14 + 3
 
 
 def test_the_syllabus_late_rule_is_the_one_grades_py_applies():

@@ -124,6 +124,8 @@ WRONG: dict[str, tuple[str, str, str]] = {
     ),
     "ch13-ex1": ("[3 * t + 3 for t in range(m)]", "[3 * t + 2 for t in range(m)]",
                  "expected"),
+    "ch14-ex1": ("return (distance >= 0) & (distance < length)",
+                 "return (distance >= 0) & (distance <= length)", "one key too many"),
 }
 
 

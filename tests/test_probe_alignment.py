@@ -415,7 +415,7 @@ def test_a_bad_flag_stops_before_any_run(argv, flag, capsys, tmp_path):
 
 
 # ``live_probe`` and ``live_check`` (a model trained, every offset's share
-# asserted) run in chapter 11's live cells, which ``make test`` executes under nbval
+# asserted) run in chapter 14's live cells, which ``make test`` executes under nbval
 # (tests/colab): they are not trained a second time here.
 
 

@@ -54,7 +54,7 @@ def prose(text: str) -> str:
 def test_every_chapter_has_a_data_file_and_no_file_is_left_over():
     names = {f"ch{path.name[:2]}" for path in CHAPTERS}
     assert {path.stem for path in FILES} == names
-    assert len(names) == 13
+    assert len(names) == 14
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
@@ -142,9 +142,8 @@ def test_chapter_holds_its_self_check_before_its_end(path):
     assert cell.cell_type == "markdown"
     assert cell.source == f"## Self-check\n\n```{{self-check}} {name}\n```"
     assert data_file(name).exists()
-    # a section of its own, right before the exercises: chapter 11's summary and
-    # exercises share a cell with the end of its closing section, "The four claims,
-    # judged", so there it comes before that section
+    # a section of its own, right before the exercises (or before the heading CLOSING
+    # names, where a chapter's exercises follow another section)
     following = cells[at + 1]
     assert following.cell_type == "markdown"
     expected = CLOSING.get(name, "## Exercises")

@@ -56,6 +56,8 @@ NOTEBOOKS = {
     "ch12-ex2": ROOT / "book" / "12_verdicts_that_survive.ipynb",
     "ch13-ex1": ROOT / "book" / "13_distances_that_grow.ipynb",
     "ch13-ex2": ROOT / "book" / "13_distances_that_grow.ipynb",
+    "ch14-ex1": ROOT / "book" / "14_the_four_claims_probed.ipynb",
+    "ch14-ex2": ROOT / "book" / "14_the_four_claims_probed.ipynb",
 }
 sys.path.insert(0, str(ROOT / "tests"))
 from test_exercises import (  # noqa: E402
@@ -67,6 +69,7 @@ from test_exercises import (  # noqa: E402
 )
 from test_exercises_ch12 import P_SPLIT, sign_flip_p  # noqa: E402
 from test_exercises_ch13 import SHARE, within  # noqa: E402
+from test_exercises_ch14 import cut_mask  # noqa: E402
 from test_exercises_landscape import (  # noqa: E402
     LAST_SLOPE,
     SHARED,
@@ -84,6 +87,7 @@ def stored_answer(label: str) -> object:
     from relpos.book.exercises.ch10 import PREDICT_AT, first_untrained
     from relpos.book.exercises.ch11 import length_gain
     from relpos.book.exercises.ch12 import ahead_of_absolute
+    from relpos.book.exercises.ch14 import content_costs, seeds_paying_more
     from relpos.book.experiments.sweep import load_sweep
 
     sweep = results.load("protocol/sweep.json")
@@ -96,6 +100,9 @@ def stored_answer(label: str) -> object:
         }
     if label == "ch11-ex2":
         return length_gain(results.load("text_causal.json"))
+    if label == "ch14-ex2":
+        cost = content_costs(results.load("probes/gradients.json"))
+        return cost, seeds_paying_more(cost, 10)
     return ahead_of_absolute(sweep)
 
 
@@ -127,6 +134,8 @@ BOOK_ANSWERS = {
     "ch10-ex1": (stored_answer("ch10-ex1"),),
     "ch11-ex2": (stored_answer("ch11-ex2"),),
     "ch12-ex2": (stored_answer("ch12-ex2"),),
+    "ch14-ex1": (cut_mask, 904),
+    "ch14-ex2": stored_answer("ch14-ex2"),
 }
 BOOK_NUMBERS = {
     "ch1-ex3": {"behind": 2},
@@ -153,6 +162,8 @@ BOOK_NUMBERS = {
     "ch10-ex1": {"train_length": 16},
     "ch11-ex2": {"multiple": 2},
     "ch12-ex2": {"multiple": 2},
+    "ch14-ex1": {"n": 64, "length": 16},
+    "ch14-ex2": {"percent": 10},
 }
 
 

@@ -408,6 +408,36 @@ def _ch13_ex2(p: dict[str, int]) -> Edits:
     ]
 
 
+def _ch14_ex1(p: dict[str, int]) -> Edits:
+    n, length = p["n"], p["length"]
+    return [
+        ("a window of $n = 64$ bytes cut to\n$L = 16$",
+         f"a window of $n = {n}$ bytes cut to\n$L = {length}$"),
+        (
+            "keys = int(cut_mask(64, 16).sum())",
+            f"keys = int(cut_mask({n}, {length}).sum())",
+        ),
+        ("int(cut_mask(64, 64).sum())", f"int(cut_mask({n}, {n}).sum())"),
+        (
+            'check("ch14-ex1", cut_mask, keys)',
+            f'check("ch14-ex1", cut_mask, keys, n={n}, length={length})',
+        ),
+    ]
+
+
+def _ch14_ex2(p: dict[str, int]) -> Edits:
+    m = p["percent"]
+    return [
+        ("by more than 10% (a cost above\nDeBERTa's times 1 + 10/100)",
+         f"by more than {m}% (a cost above\nDeBERTa's times 1 + {m}/100)"),
+        ("percent = 10  #", f"percent = {m}  #"),
+        (
+            'check("ch14-ex2", cost, more)',
+            f'check("ch14-ex2", cost, more, percent={m})',
+        ),
+    ]
+
+
 VARIANTS: dict[str, Variant] = {
     "ch1-ex1": Variant(_ch1_ex1),
     "ch1-ex2": Variant(_ch1_ex2),
@@ -433,6 +463,8 @@ VARIANTS: dict[str, Variant] = {
     "ch12-ex2": Variant(_ch12_ex2),
     "ch13-ex1": Variant(_ch13_ex1),
     "ch13-ex2": Variant(_ch13_ex2),
+    "ch14-ex1": Variant(_ch14_ex1),
+    "ch14-ex2": Variant(_ch14_ex2),
 }
 
 

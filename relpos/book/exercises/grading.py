@@ -94,6 +94,8 @@ GRADING: dict[str, Grading] = {
     "ch12-ex2": _hidden(NUMBER, "a set of schemes"),
     "ch13-ex1": _visible(CODE + NUMBER, "a function and a table of shares"),
     "ch13-ex2": _hidden(NUMBER + NUMBER, "two exact-match probabilities"),
+    "ch14-ex1": _visible(CODE + NUMBER, "a function and a number of pairs"),
+    "ch14-ex2": _hidden(NUMBER + NUMBER, "a table of costs per seed and a seed count"),
 }
 
 

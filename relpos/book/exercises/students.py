@@ -80,6 +80,10 @@ CHOICES: dict[str, dict[str, tuple[int, ...]]] = {
     "ch13-ex1": {"n": _but(range(20, 97), 64), "k": _but(range(5, 17), 8)},
     # n = 31 and 32 both hold the book's m = 15 answer slots
     "ch13-ex2": {"n": tuple(n for n in range(12, 65) if (n - 1) // 2 != 15)},
+    # n L - L (L - 1) / 2 is never the book's 904 (n = 64, L = 16) on these
+    "ch14-ex1": {"n": _but(range(24, 129, 8), 64), "length": (4, 8, 12, 20, 24)},
+    # never a share that counts the book's seeds: over 10%, TUPE pays more in 7
+    "ch14-ex2": {"percent": (20, 30, 40, 50, 100, 120, 150)},
 }
 
 

@@ -5,7 +5,7 @@
 the result files of ``folder`` (never typed in): chapters 9 and 10's, the
 rules of ``relpos.book.experiments.verdicts`` on the protocol's sweeps in
 ``folder / "protocol"``; chapter 11's, from the text results
-(``relpos.book.text.verdicts``) and from the four probes of chapter 1's
+(``relpos.book.text.verdicts``); chapter 14's, from the four probes of chapter 1's
 claims (``verdicts.probes``: one record per probe, with ``seed_claim``, its
 prediction, falsifier and mechanism; ``untested`` with the reason while a
 probe's result file does not exist); and chapter 12's: the same rules on the

@@ -1,13 +1,13 @@
 """The one table of chapter 1's four claims, generated from the ledger.
 
-Chapter 1 states the four claims made for relative positions; chapters 11 to
-13 test each with a probe built for it (``verdicts.probes``), whose record in
+Chapter 1 states the four claims made for relative positions; chapter 14
+tests each with a probe built for it (``verdicts.probes``), whose record in
 the ledger carries the claim's ``seed_claim``. :func:`claims_rows` gives one
 row per claim: the claim in chapter 1's words (:data:`CLAIM_WORDS`), the
 probe's verdict, the probe (its record id), its seeds and the 95% interval
 its verdict rests on, saying of what. :func:`claims_table` renders them in
 Markdown; chapter 1 shows the table and chapters 9 to 13 cite it. For the
-sections of chapter 11 that present each probe, :func:`probe_design` renders
+sections of chapter 14 that present each probe, :func:`probe_design` renders
 its prediction and falsifier (from its design module, before any result) and
 :func:`probe_result` its record: the verdict, seeds, interval and what was
 measured, or that its sweep is under way.

@@ -20,8 +20,8 @@ from typing import Any
 from ..results import ledger
 from .length_probe import CLAIM, FALSIFIER, PREDICTION, SEED_CLAIM
 
-#: The chapter that reads the record (chapter 11, the text chapter).
-CHAPTER = 11
+#: The chapter that reads the record (chapter 14, the four claims probed).
+CHAPTER = 14
 #: The record's id.
 ID = "probe-length"
 #: The evidence file, in the results folder.

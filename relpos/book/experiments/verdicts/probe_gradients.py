@@ -34,8 +34,8 @@ from ...stats import excludes
 from .interventions import shown
 from .rules import make_record
 
-#: The chapter that states the claim's verdict (chapter 11, the text chapter).
-CHAPTER = 11
+#: The chapter that states the claim's verdict (chapter 14, the four claims probed).
+CHAPTER = 14
 #: The result file, relative to ``relpos/book/results``.
 FILE = "probes/gradients.json"
 ID = "probe-gradient"

@@ -45,6 +45,9 @@ class Probe:
     interval_of: str  # what the record's interval is an interval of
 
 
+#: The chapter that presents the four probes and states their verdicts.
+CHAPTER = 14
+
 #: The probes, in chapter 1's order of the claims.
 PROBES = (
     Probe(
@@ -92,7 +95,7 @@ def pending(probe: Probe) -> dict[str, Any]:
     reason = f"the probe's sweep has not finished: make {probe.target}"
     record = {
         "id": probe.id,
-        "chapter": 11,
+        "chapter": CHAPTER,
         "claim": probe.claim,
         "verdict": "untested",
         "mechanism": f"Untested: {reason}. {probe.mechanism}",
@@ -131,4 +134,4 @@ def interval_of(record_id: str) -> str:
     raise ValueError(f"record_id must be a probe's record, got {record_id!r}")
 
 
-__all__ = ["ALIGNMENT_FULL", "PROBES", "Probe", "interval_of", "pending", "records"]
+__all__ = ["ALIGNMENT_FULL", "CHAPTER", "PROBES", "Probe", "interval_of", "pending", "records"]

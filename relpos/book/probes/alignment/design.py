@@ -15,8 +15,8 @@ from __future__ import annotations
 
 #: Which of chapter 1's claims this probe tests (the ledger's ``seed_claim``).
 SEED_CLAIM = "linguistic"
-#: The chapter whose section reports the probe.
-CHAPTER = 11
+#: The chapter whose section reports the probe (chapter 14, the four claims probed).
+CHAPTER = 14
 #: The schema of the probe's run records and JSON. Bump it only when the
 #: probe's numbers change (grammar, items, training or scoring), never for a
 #: release of relpos: the committed runs are keyed on it.
