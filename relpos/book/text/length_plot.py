@@ -31,7 +31,7 @@ def length_figure(result: dict[str, Any]) -> Figure:
         raise ValueError("result must be a length probe's JSON with its contrasts")
     L = result["config"]["train_length"]
     schemes = list(dict.fromkeys(r["scheme"] for r in rows))
-    figure = Figure(figsize=(13, 4), layout="constrained")
+    figure = Figure(figsize=(10, 3.6), layout="constrained")
     cut_ax, loss_ax, mass_ax = figure.subplots(1, 3)
     for k, scheme in enumerate(schemes):
         style = {"color": f"C{k % 10}", "marker": MARKERS[k % len(MARKERS)]}
@@ -55,20 +55,21 @@ def length_figure(result: dict[str, Any]) -> Figure:
     cut_ax.axhline(0.0, color="black", linewidth=0.8)
     cut_ax.set(
         xscale="log", xlabel="window W / L",
-        ylabel="cut minus full loss (nats per byte)",
-        title="uses keys L or more back? (> 0: yes)",
+        ylabel="cut minus full (nats per byte)",
+        title="uses context beyond L? (> 0: yes)",
     )
     loss_ax.set(
         xscale="log", xlabel="window W / L",
-        ylabel="sliding-window loss (nats per byte)", title="full context",
+        ylabel="loss, sliding windows (nats per byte)", title="full context",
     )
     mass_ax.set(
         xscale="log", xlabel="window W / L",
-        ylabel="attention on keys >= L back (share)", title="mechanism",
+        ylabel="share of attention L or more back", title="where attention goes",
     )
     for ax in (cut_ax, loss_ax, mass_ax):
         ax.set_xticks([r["length"] / L for r in rows if r["scheme"] == schemes[0]])
         ax.get_xaxis().set_major_formatter("{x:g}")
+        ax.get_xaxis().set_minor_formatter("")  # no 3 x 10^0 between the windows
     loss_ax.legend(fontsize="small", ncols=2)
     return figure
 
