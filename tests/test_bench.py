@@ -85,9 +85,11 @@ def test_written_file_reads_back_identically(run):
 @pytest.mark.slow
 def test_naive_needs_more_memory_than_gather_at_the_longer_length(run):
     # The per-pair table is (n, n, hidden): 32 times a (b, h, n, n) score tensor here.
+    # (gather against transformers is not ordered at these sizes: at inference gather
+    # takes its band and far fields, whose fixed buffers outweigh 128 x 128 scores.)
     data, _ = run
     peak = {r["backend"]: r["peak_bytes"] for r in data["results"] if r["n"] == LENGTHS[-1]}
-    assert peak["naive"] > 2 * peak["transformers"] > 2 * peak["gather"]
+    assert peak["naive"] > 2 * max(peak["transformers"], peak["gather"])
 
 
 def _row(backend: str, n: int, forward_s, peak_bytes, backward_s=None,

@@ -9,9 +9,10 @@ memory as a multiple of plain attention's, measured in the same run at the same
 (:func:`relpos.book.bench.roofline.cost_floor`).
 
 Shapes are deberta-v3-base's by default (hidden 768, 12 heads, ``k = 256``),
-batch 1, float32, on **one thread** (``torch.set_num_threads(1)`` for the run,
-restored after it): one core's cost, steady on a shared machine and the same for
-every cell.
+batch 1, float32, on **all the machine's threads** (``torch.set_num_threads`` for
+the run, restored after it): the position kernels gain less from a second thread
+than torch's fused attention does, so one thread's ratios flatter them, and a user
+runs all threads.
 
 Time. Each cell's first call comes first and is never timed (``first_call_s``:
 for ``flex`` it compiles the kernel; ``torch.compile`` is not used otherwise).
@@ -66,7 +67,7 @@ import os
 import statistics
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
@@ -107,7 +108,7 @@ class CostsConfig:
     device: str = "cpu"
     repeats: int = 3
     seed: int = 0
-    threads: int = 1
+    threads: int = field(default_factory=lambda: os.cpu_count() or 1)
     max_memory_gb: float = 8.0
     max_forward_s: float = 10.0
     budget_s: float | None = None
