@@ -68,9 +68,11 @@ def test_full_reading_is_the_text_sweeps_evaluation_and_cuts_change_the_rest():
                 found[name]["loss"] * found[name]["scored"], rel=1e-3)
         for name in ("cut", "ahead", "behind"):
             assert found[name]["loss"] != found["full"]["loss"]
+        # k = 64 beyond the window: every cut keeps every key (the full reading takes
+        # the kernel's band and far fields, the cuts its general path: to rounding)
         wide = far_keys.read_width(model, _masked(span=64), stream, width, modules)
-        assert {wide[name]["loss"] for name in far_keys.READINGS} == {
-            wide["full"]["loss"]}
+        for name in far_keys.READINGS:
+            assert wide[name]["loss"] == pytest.approx(wide["full"]["loss"], rel=1e-9)
 
 
 def _run(seed: int, rises: dict[str, float], scheme: str = "deberta") -> dict:
