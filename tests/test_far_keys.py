@@ -72,7 +72,7 @@ def test_full_reading_is_the_text_sweeps_evaluation_and_cuts_change_the_rest():
         # the kernel's band and far fields, the cuts its general path: to rounding)
         wide = far_keys.read_width(model, _masked(span=64), stream, width, modules)
         for name in far_keys.READINGS:
-            assert wide[name]["loss"] == pytest.approx(wide["full"]["loss"], rel=1e-9)
+            assert wide[name]["loss"] == pytest.approx(wide["full"]["loss"], rel=1e-6)
 
 
 def _run(seed: int, rises: dict[str, float], scheme: str = "deberta") -> dict:
