@@ -13,15 +13,16 @@ Shape legend:
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from functools import partial
 
 import pytest
 import torch
 
 import relpos
-from relpos.backends import banded, gather
+from relpos.backends import banded
 from relpos.schemes.registry import resolve
 
+import _shortcuts
 from _every import HEADS, HIDDEN, MODULES, SPAN, build, spread, tolerance
 
 #: The registry's schemes and variants the band serves: DeBERTa's table (clipped,
@@ -54,41 +55,10 @@ def module(name: str, causal: bool = False) -> relpos.SelfAttention:
     return made.double().eval()
 
 
-@contextmanager
-def general_path():
-    """The ``gather`` kernel with the band turned off."""
-    taken = gather.banded_applies
-    gather.banded_applies = lambda *args: False
-    try:
-        yield
-    finally:
-        gather.banded_applies = taken
-
-
-@contextmanager
-def recorded():
-    """Each ``banded.applies`` answer of the calls inside."""
-    answers: list[bool] = []
-    taken = gather.banded_applies
-
-    def record(*args):
-        answers.append(taken(*args))
-        return answers[-1]
-
-    gather.banded_applies = record
-    try:
-        yield answers
-    finally:
-        gather.banded_applies = taken
-
-
-def outputs(made, x, **kwargs):
-    """The module's output through the band (where it applies) and without it."""
-    with torch.no_grad(), recorded() as answers:
-        fast = made(x, **kwargs)
-    with torch.no_grad(), general_path():
-        general = made(x, **kwargs)
-    return fast, general, answers
+#: The shortcut turned off, watched, or both ways (tests/_shortcuts.py).
+general_path = partial(_shortcuts.general_path, "banded_applies")
+recorded = partial(_shortcuts.recorded, "banded_applies")
+outputs = partial(_shortcuts.outputs, "banded_applies")
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["encoder", "causal"])

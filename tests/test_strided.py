@@ -13,14 +13,15 @@ Shape legend:
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from functools import partial
 
 import pytest
 import torch
 
 import relpos
-from relpos.backends import gather, strided
+from relpos.backends import strided
 
+import _shortcuts
 from _every import MODULES, build
 
 #: The schemes whose terms depend on the distance alone and are read one per
@@ -32,41 +33,10 @@ from _every import MODULES, build
 DISTANCE_SCHEMES = ("t5", "alibi", "kerple", "transformer_xl")
 
 
-@contextmanager
-def general_path():
-    """The ``gather`` kernel with the strided view turned off."""
-    taken = gather.strided_applies
-    gather.strided_applies = lambda *args: False
-    try:
-        yield
-    finally:
-        gather.strided_applies = taken
-
-
-@contextmanager
-def recorded():
-    """Each ``strided.applies`` answer of the calls inside."""
-    answers: list[bool] = []
-    taken = gather.strided_applies
-
-    def record(*args):
-        answers.append(taken(*args))
-        return answers[-1]
-
-    gather.strided_applies = record
-    try:
-        yield answers
-    finally:
-        gather.strided_applies = taken
-
-
-def outputs(module, x, **kwargs):
-    """The module's output through the view (where it applies) and without it."""
-    with torch.no_grad(), recorded() as answers:
-        fast = module(x, **kwargs)
-    with torch.no_grad(), general_path():
-        general = module(x, **kwargs)
-    return fast, general, answers
+#: The shortcut turned off, watched, or both ways (tests/_shortcuts.py).
+general_path = partial(_shortcuts.general_path, "strided_applies")
+recorded = partial(_shortcuts.recorded, "strided_applies")
+outputs = partial(_shortcuts.outputs, "strided_applies")
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["encoder", "causal"])
