@@ -275,6 +275,18 @@ mechanism-far-keys: $(TEST_ENV)
 	  --train-length 64
 	$(PROBE_AFTER)
 
+# `text-masked-protocol`: chapter 11's masked side on the protocol: the far-keys
+# intervention's job and runs folder for every scheme of the causal protocol (ten
+# seeds, two tuning seeds, the whole test split, per-module sums), read at L, 4L,
+# 8L and 16L as trained and with the far keys cut. DeBERTa's and Shaw's runs are
+# the intervention's own, read back.
+.PHONY: text-masked-protocol
+text-masked-protocol: $(TEST_ENV)
+	$(BIN)/python -m relpos.book.text.far_keys --quiet --workers 2 \
+	  --schemes none,absolute,rotary,t5,alibi,kerple,fire,shaw,transformer_xl,deberta,deberta-buckets \
+	  --learning-rates 1e-3,3.16e-3,1e-2 --max-rates 8 --steps 1000 \
+	  --train-length 64 --output $(RESULTS)/text_masked_protocol.json
+
 mechanisms: $(TEST_ENV)
 	$(BIN)/python -m relpos.book.experiments.interventions --quiet --workers 2 \
 	  --only $(MECHANISMS) --runs-dir $(RESULTS)/probes/mechanisms/runs \
