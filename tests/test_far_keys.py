@@ -145,3 +145,38 @@ def test_the_cli_defaults_are_the_design():
     assert args.seed == list(range(10)) and args.tune_seeds == [100, 101]
     assert args.eval_lengths == [64, 256, 512, 1024]
     assert math.isclose(args.eval_bytes, far_keys.WHOLE_SPLIT)
+
+
+def test_the_figure_draws_the_committed_losses_and_differences():
+    from relpos.book import results
+    from relpos.book.text.far_keys_plot import bits, far_keys_figure
+
+    result = results.load("probes/far_keys.json")
+    rows = {(r["scheme"], r["length"]): r for r in result["contrasts"]}
+    L = result["config"]["train_length"]
+    figure = far_keys_figure(result)
+    *panels, cut_panel = figure.axes
+    assert [ax.get_title() for ax in panels] == list(far_keys.SCHEMES)
+    for ax in panels:
+        scheme = ax.get_title()
+        for line, reading in zip(ax.lines, far_keys.READINGS):
+            for x, y in line.get_xydata().tolist():
+                assert y == pytest.approx(bits(rows[scheme, round(x * L)][reading]))
+    assert {bars.get_label() for bars in cut_panel.containers} == set(far_keys.SCHEMES)
+    for bars in cut_panel.containers:
+        for x, y in bars.lines[0].get_xydata().tolist():
+            row = rows[bars.get_label(), round(x * L)]
+            assert y == pytest.approx(bits(row["full_minus"]["cut"]["mean"]))
+    assert all(ax.get_xlabel() and ax.get_ylabel() for ax in figure.axes)
+
+
+def test_the_figure_refuses_schemes_the_result_lacks():
+    from relpos.book import results
+    from relpos.book.text.far_keys_plot import far_keys_figure
+
+    result = results.load("probes/far_keys.json")
+    with pytest.raises(ValueError, match="schemes"):
+        far_keys_figure(result, ["alibi"])
+    with pytest.raises(ValueError, match="far-keys JSON"):
+        far_keys_figure({"contrasts": []})
+    assert len(far_keys_figure(result, ["shaw"]).axes) == 2

@@ -325,6 +325,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     import json
 
     from .cli import probe_command, probe_keywords
+    from .far_keys_plot import far_keys_figure
 
     argv = sys.argv[1:] if argv is None else list(argv)
     args, base, runs_dir, command = probe_command(
@@ -333,6 +334,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result = run_far_keys(base, **probe_keywords(args, runs_dir, command))
     path = Path(args.output)
     path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    far_keys_figure(result).savefig(path.with_suffix(".png"), dpi=120)
     for row in result["contrasts"]:
         cut = row["full_minus"]["cut"]
         print(
