@@ -187,6 +187,9 @@ def test_a_second_run_trains_nothing_and_ignores_the_version(tmp_path, monkeypat
     monkeypatch.setattr(relpos, "__version__", "9.9.9")
     second = run_length_probe(_tiny(), **kwargs)
     assert second["contrasts"] == first["contrasts"]
+    assert second["compared"] == first["compared"]  # chapter 11's side by side
+    assert [row["best"] for row in first["compared"]] == [["deberta"]] * len(
+        first["compared"])
     assert second["runs"] == first["runs"]
     assert "module_sums" not in second["runs"][0]
 

@@ -271,6 +271,7 @@ def run_far_keys(base: TextConfig, **sweep: Any) -> dict[str, Any]:
     seeds, engine options, ``command``) but ``runs_dir``, which names this
     intervention's store (:func:`far_keys_store`, None: in memory).
     """
+    from .compare import compare
     from .sweep import run_text_sweep
 
     if base.causal:
@@ -293,6 +294,8 @@ def run_far_keys(base: TextConfig, **sweep: Any) -> dict[str, Any]:
         "span": base.max_relative_positions,
     }
     result["contrasts"] = contrasts(result["runs"], base.train_length)
+    if "deberta" in sweep.get("schemes", ()):  # every scheme beside DeBERTa's
+        result["compared"] = compare(result["runs"], "deberta", "far_keys")
     result["runs"] = [
         {k: v for k, v in run.items() if not k.startswith("module_")}
         for run in result["runs"]

@@ -321,6 +321,7 @@ def run_length_probe(
     Arguments as ``sweep.run_text_sweep`` (causal only); ``runs_dir`` is the
     probe's store (:func:`probe_store`, None: in memory).
     """
+    from .compare import compare
     from .sweep import run_text_sweep
 
     if not base.causal:
@@ -352,6 +353,8 @@ def run_length_probe(
         "strides": {str(w): stride_of(w) for w in base.eval_lengths},
     }
     result["contrasts"] = contrasts(result["runs"], L)
+    if "deberta" in schemes:  # chapter 11's table: every scheme beside DeBERTa's
+        result["compared"] = compare(result["runs"], "deberta", "length")
     result["runs"] = [
         {k: v for k, v in run.items() if not k.startswith("module_")}
         for run in result["runs"]
