@@ -213,11 +213,17 @@ def costs_main(argv: list[str]) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Parse and check ``argv``, run the benchmark, print the table, write the JSON.
 
-    ``costs`` as the first argument runs :func:`costs_main` instead.
+    ``costs`` as the first argument runs :func:`costs_main` instead, ``shares``
+    ``relpos.book.bench.shares.shares_main``.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["costs"]:
         costs_main(argv[1:])
+        return
+    if argv[:1] == ["shares"]:
+        from .shares import shares_main
+
+        shares_main(argv[1:])
         return
     parser = build_parser()
     args = parser.parse_args(argv)
