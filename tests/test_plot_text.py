@@ -57,6 +57,19 @@ def test_bits_by_length_draws_the_seed_means_and_every_seed():
     assert figure.axes[0].get_ylabel()
 
 
+def test_a_scheme_keeps_its_colour_in_panels_of_different_schemes():
+    figure = plot.bits_by_length({
+        "causal": fake_result(("none", "shaw", "deberta")),
+        "masked": fake_result(("deberta", "none")),
+    })
+    causal, masked = (labelled(ax) for ax in figure.axes)
+    for scheme in ("none", "deberta"):
+        assert causal[scheme].get_color() == masked[scheme].get_color()
+        assert causal[scheme].get_marker() == masked[scheme].get_marker()
+    legend = [t.get_text() for t in figure.axes[-1].get_legend().get_texts()]
+    assert legend == ["none", "shaw", "deberta"]  # every scheme of any panel, once
+
+
 def test_bits_by_length_keeps_schemes_apart_beyond_ten_colours():
     names = [f"s{k}" for k in range(12)]
     figure = plot.bits_by_length({"causal": fake_result(names)})

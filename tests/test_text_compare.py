@@ -95,3 +95,19 @@ def test_bad_input_is_refused_with_its_name():
     stripped = [{k: v for k, v in r.items() if k != "module_sums"} for r in runs]
     with pytest.raises(ValueError, match="module_sums"):
         compare(stripped)
+
+
+def test_the_table_marks_best_and_orders_by_the_last_mean():
+    from relpos.book.text.compare import table
+
+    runs = (family("deberta", 0.0, "length") + family("alibi", 0.1, "length")
+            + family("t5", 0.05, "length"))
+    text = table(compare(runs, "deberta"))
+    lines = text.splitlines()
+    assert lines[0].split()[:3] == ["scheme", "W", "="]
+    assert [line.split()[0] for line in lines[1:]] == ["deberta", "t5", "alibi"]
+    assert lines[1].count("*") == 2 and "*" not in lines[2] + lines[3]
+    assert f"{0.1 / math.log(2):+.3f}" in lines[3]
+    assert max(map(len, lines)) <= 88
+    with pytest.raises(ValueError, match="lengths"):
+        table(compare(runs, "deberta"), [256])

@@ -80,11 +80,14 @@ def bits_by_length(
         raise ValueError("results must hold at least one (title, result) pair")
     figure = Figure(figsize=figsize or (4.1 * len(results) + 0.2, 4.4))
     axes = figure.subplots(1, len(results), sharey=True, squeeze=False)[0]
+    chosen = {title: _schemes(result, schemes) for title, result in results.items()}
+    # one style per scheme in every panel, even where the panels' schemes differ
+    every = list(dict.fromkeys(s for names in chosen.values() for s in names))
     for ax, (title, result) in zip(axes, results.items()):
         short = result["config"]["train_length"]
         lengths = list(result["config"]["eval_lengths"])
-        for k, scheme in enumerate(_schemes(result, schemes)):
-            style = _style(k)
+        for scheme in chosen[title]:
+            style = _style(every.index(scheme))
             runs = _runs(result, scheme)
             xs = [n for _ in runs for n in lengths]
             ys = [r["eval"][str(n)]["bpb"] for r in runs for n in lengths]
@@ -100,7 +103,12 @@ def bits_by_length(
         ax.set_title(f"{title} language model")
         ax.set_xlabel(f"evaluation window (L = {short} bytes)")
     axes[0].set_ylabel("bits per byte (test split)")
-    axes[-1].legend(fontsize=7, ncol=2, loc="upper left")
+    handles = {}
+    for ax in axes:  # every scheme of any panel, once
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    axes[-1].legend(handles.values(), handles.keys(), fontsize=7, ncol=2,
+                    loc="upper left")
     figure.tight_layout()
     return figure
 

@@ -177,10 +177,43 @@ def compare(
     return rows
 
 
+def table(rows: list[dict[str, Any]], lengths: list[int] | None = None) -> str:
+    """:func:`compare`'s rows at ``lengths`` (None: the first and the last), one
+    line per scheme in order of its mean at the last: the mean in bits per byte,
+    its difference from the reference with the interval, ``*`` where best.
+    """
+    by_length = {row["length"]: row for row in rows}
+    lengths = [rows[0]["length"], rows[-1]["length"]] if lengths is None else lengths
+    missing = [n for n in lengths if n not in by_length]
+    if not lengths or missing:
+        raise ValueError(f"lengths must be drawn from {sorted(by_length)}, got {lengths}")
+    last = by_length[lengths[-1]]
+    reference = last["reference"]
+    order = sorted(last["schemes"], key=lambda s: last["schemes"][s]["mean"])
+    head = f"{'scheme':<16}" + "".join(
+        f"{'W = ' + str(n):>8}  {'minus ' + reference:<24}" for n in lengths)
+    lines = [head.rstrip()]
+    for scheme in order:
+        line = f"{scheme:<16}"
+        for n in lengths:
+            row = by_length[n]
+            mark = "*" if scheme in row["best"] else " "
+            line += f"{row['schemes'][scheme]['mean']:>7.3f}{mark}  "
+            if scheme == reference:
+                line += f"{'':<24}"
+                continue
+            diff = row["minus_reference"][scheme]
+            low, high = diff["interval"]
+            line += f"{diff['mean']:+.3f} [{low:+.3f}, {high:+.3f}]".ljust(24)
+        lines.append(line.rstrip())
+    return "\n".join(lines)
+
+
 __all__ = [
     "ALPHA",
     "LAYOUTS",
     "compare",
+    "table",
     "resolved",
     "scheme_difference",
     "scheme_mean",
