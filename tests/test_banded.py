@@ -208,7 +208,7 @@ def _calls(name: str, causal: bool = False) -> list[tuple]:
 
 def test_no_mask_is_n_by_n(monkeypatch):
     """DeBERTa at n = 40 (``L = 5``, ``F = 9``), blocks of 8 (``W = 16``), batch 2
-    and 2 heads as 4: the five windows one call with a ``(5, 4, 8, 16)`` mask; far
+    and 2 heads as 4: the five windows one call with a ``(4, 5, 8, 16)`` mask; far
     rectangles without a mask or the causal rule, of width ``d + 3`` rounded up to
     ``STEP``: block 0 against its 28 keys after the window, blocks 1 to 3 one call
     of 24 keys each (4 + 20, 12 + 12, 20 + 4), block 4 against its 28 before."""
@@ -216,10 +216,10 @@ def test_no_mask_is_n_by_n(monkeypatch):
     d = HIDDEN // HEADS
     wide = -(-(d + 3) // banded.STEP) * banded.STEP
     assert _calls("deberta") == [
-        ((5, 4, 8, d), (5, 4, 16, d), (5, 4, 8, 16), False),
-        ((1, 4, 8, wide), (1, 4, 28, wide), None, False),
-        ((3, 4, 8, wide), (3, 4, 24, wide), None, False),
-        ((1, 4, 8, wide), (1, 4, 28, wide), None, False),
+        ((4, 5, 8, d), (4, 5, 16, d), (4, 5, 8, 16), False),
+        ((4, 1, 8, wide), (4, 1, 28, wide), None, False),
+        ((4, 3, 8, wide), (4, 3, 24, wide), None, False),
+        ((4, 1, 8, wide), (4, 1, 28, wide), None, False),
     ]
 
 
@@ -231,6 +231,6 @@ def test_causal_far_behind_alone(monkeypatch):
     d = HIDDEN // HEADS
     wide = -(-(d + 3) // banded.STEP) * banded.STEP
     assert _calls("deberta", causal=True) == [
-        ((5, 4, 8, d), (5, 4, 12, d), (5, 4, 8, 12), False),
-        *(((1, 4, 8, wide), (1, 4, 8 * t - 4, wide), None, False) for t in (1, 2, 3, 4)),
+        ((4, 5, 8, d), (4, 5, 12, d), (4, 5, 8, 12), False),
+        *(((4, 1, 8, wide), (4, 1, 8 * t - 4, wide), None, False) for t in (1, 2, 3, 4)),
     ]

@@ -69,7 +69,7 @@ from .terms import projected_rows
 
 #: Queries per block: each block meets a window of ``BLOCK + 2L - 2`` keys under a
 #: mask and the rest, its far keys, without one.
-BLOCK = 128
+BLOCK = 256
 
 #: Queries per chunk of the windows (one call of the fused kernel): its buffers,
 #: the blocks' mask and the c2p scores, stay this size whatever the length (at ``k
@@ -199,6 +199,7 @@ def attend(
     padded = -(-i // size) * size
     if padded > i:  # the last block filled up with queries of no use
         query = F.pad(query, (0, 0, 0, padded - i))  # (b, h, blocks B, d)
+    query, key, value = (tensor.contiguous() for tensor in (query, key, value))
     edges = _Edges(
         None if rows.key_edges is None  # (b, h, blocks B, 2)
         else torch.einsum("bhid,hed->bhie", query, rows.key_edges),
@@ -228,49 +229,88 @@ class _Edges(NamedTuple):
 
 def _near(query, key, value, rows, edges, start, i, size, causal, scale):
     """The windows: blocks of ``B`` queries, each against its ``W = B + F - 1``
-    keys, the position terms a skewed mask of torch's fused kernel; a chunk of
-    blocks a call.
-
-    Query ``a`` meets key ``c = start + a + f`` at band column ``f`` (distance ``L
-    - 1 - f``); block row ``r`` meets window column ``w = r + f``. Keys before the
-    first or after the last are ``-inf``, and so are the columns past the causal
-    rule. Queries from ``i`` on are padding.
+    keys under a mask (:func:`_mask`); a chunk of blocks a call.
 
     Shapes:
         query: ``(b, h, blocks B, d)``; key, value: ``(b, h, j, d)``
         output: ``(b, h, blocks B, d)`` and ``(b, h, blocks B)``
     """
-    b, h, padded, _ = query.shape
+    b, h, padded, d = query.shape
     j, width = key.shape[-2], rows.width
     window = size + width - 1
-    chunk = size * max(1, CHUNK // BLOCK)
+    chunk = min(padded, size * max(1, CHUNK // size))
     span = padded + width - 1  # the keys of all windows
     key, value = (_keys(tensor, start, span) for tensor in (key, value))
     scored = None  # p2c: every key against every band row
     if rows.query_band is not None:
         scored = rows.query_band @ key.transpose(-1, -2)  # (b, h, F, span)
     far_queries = _edge_queries(edges.queries, query)  # (b, h, 2, blocks B + 1)
-    far_keys = _edge_keys(edges.keys, query, start, span, size, j, causal)
+    far_keys = _far_keys_by_block(  # (b, h, blocks, 2B)
+        _edge_keys(edges.keys, query, start, span, size, j, causal),
+        padded // size, size, width,
+    )
+    buffers = (  # the chunk's mask and its band's bias, the same memory each chunk
+        query.new_empty(b, h, chunk // size, size, width + size),
+        query.new_empty(b, h, chunk, width),
+    )
     outs, lses = [], []
     for top in range(0, padded, chunk):
-        bottom = min(padded, top + chunk)
-        blocks = (bottom - top) // size
-        bias = _band_bias(query[:, :, top:bottom], scored, top, rows)  # (b, h, r, F)
-        _outside(bias[..., : max(0, i - top), :], start + top, j)
-        tail = _tail(far_queries, far_keys, top, bottom - top, size, width)
-        mask = _skewed(bias, tail, size, window)  # (blocks, b h, B, W)
+        blocks = (min(padded, top + chunk) - top) // size
+        mask = _mask(
+            query, scored, far_queries, far_keys, rows, buffers, top, blocks, start, i, j
+        )  # (b h, blocks, B, W)
         found = [
             _strided_blocks(tensor, first, blocks, length, size)
             for tensor, first, length in (
                 (query, top, size), (key, top, window), (value, top, window)
             )
-        ]  # (blocks, b h, B or W, d)
+        ]  # (b h, blocks, B or W, d)
         out, lse = _flash(*found, attn_mask=mask, scale=scale)
         if rows.value_band is not None:
             out = out + _value_term(*found[:2], mask, lse, rows, scale)
-        outs.append(_from_blocks(out, b))  # (b, h, blocks B, d)
-        lses.append(_from_blocks(lse[..., None], b)[..., 0])
+        outs.append(out.reshape(b, h, blocks * size, d))
+        lses.append(lse.reshape(b, h, blocks * size))
     return torch.cat(outs, -2), torch.cat(lses, -1)
+
+
+def _mask(query, scored, far_queries, far_keys, rows, buffers, top, blocks, start, i, j):
+    """The windows' mask for the blocks from query ``top`` on: in band columns
+    (query ``a`` meets key ``start + a + f`` at column ``f``, distance ``L - 1 -
+    f``), c2p the queries against the ``F`` rows plus p2c read along a diagonal of
+    every key's scores (a view with strides ``(1, c + 1)``); each row then its ``B``
+    entries of :func:`_tail`, the whole read ``W`` a row (block row ``r`` meets
+    window column ``w = r + f``). Keys before the first or after the last are
+    ``-inf``; queries from ``i`` on are padding.
+
+    Shapes:
+        query: ``(b, h, blocks B, d)``; scored: ``(b, h, F, c)`` or None
+        buffers: ``(b, h, t, B, F + B)`` and ``(b, h, t B, F)``, ``t >= blocks``
+        output: ``(b h, blocks, B, W)``
+    """
+    b, h, _, d = query.shape
+    size, width = buffers[0].shape[-2], rows.width
+    queries = blocks * size
+    padded = buffers[0][:, :, :blocks]  # (b, h, t, B, F + B)
+    band = padded[..., :width].view(b, h, queries, width)  # (b, h, t B, F)
+    bias = buffers[1][:, :, :queries]  # (b, h, t B, F)
+    diagonal = None
+    if scored is not None:
+        diagonal = scored.as_strided(
+            band.shape, (*scored.stride()[:2], 1, scored.shape[-1] + 1),
+            scored.storage_offset() + top,
+        )  # (b, h, t B, F): entry (a, f) is key top + a + f against row f
+    if rows.key_band is None:
+        band.copy_(diagonal)
+    else:
+        torch.matmul(
+            query[:, :, top : top + queries], rows.key_band.transpose(-1, -2), out=bias
+        )  # (b, h, t B, F)
+        band.copy_(bias) if diagonal is None else torch.add(bias, diagonal, out=band)
+    _outside(band[:, :, : max(0, i - top)], start + top, j)
+    _tail(far_queries, far_keys, top, blocks, padded[..., width:])  # (b, h, t, B, B)
+    window = size + width - 1
+    flat = padded.reshape(b * h, blocks, size * (width + size))[..., : size * window]
+    return flat.view(b * h, blocks, size, window)
 
 
 def _keys(tensor: torch.Tensor, start: int, span: int) -> torch.Tensor:
@@ -283,29 +323,6 @@ def _keys(tensor: torch.Tensor, start: int, span: int) -> torch.Tensor:
     inside = tensor[:, :, max(0, start) : max(0, min(j, start + span))]
     left = min(span, max(0, -start))
     return F.pad(inside, (0, 0, left, span - left - inside.shape[-2]))
-
-
-def _band_bias(query, scored, top, rows) -> torch.Tensor:
-    """c2p and p2c in band columns: ``q_a . K[f] + k_{top + a + f} . Q[f]`` (keys
-    from the band's first), built as ``(F, i)``: p2c is read along the diagonal
-    ``(f, top + a + f)`` of every key's scores, a view with strides ``(c + 1, 1)``.
-
-    Shapes:
-        query: ``(b, h, i, d)``; scored: ``(b, h, F, c)`` or None
-        output: ``(b, h, i, F)``, a transposed view
-    """
-    b, h, i, _ = query.shape
-    width = rows.width
-    bias = None
-    if rows.key_band is not None:
-        bias = rows.key_band @ query.transpose(-1, -2)  # (b, h, F, i)
-    if scored is not None:
-        diagonal = scored.as_strided(
-            (b, h, width, i), (*scored.stride()[:2], scored.shape[-1] + 1, 1),
-            scored.storage_offset() + top,
-        )  # (b, h, F, i): entry (f, a) is key top + a + f's score against row f
-        bias = diagonal.clone() if bias is None else bias.add_(diagonal)
-    return bias.transpose(-1, -2)  # (b, h, i, F)
 
 
 def _outside(bias: torch.Tensor, start: int, keys: int) -> None:
@@ -343,15 +360,16 @@ def _edge_queries(per_query, query):
 
 def _edge_keys(per_key, query, start, span, size, keys, causal):
     """Each window key's p2c at the two edges (0 without p2c), ``-inf`` where there
-    is no key and (the causal rule) for the far ahead; ``B`` entries more each side.
+    is no key and (the causal rule) for the far ahead; ``B`` entries more before,
+    ``2B`` after.
 
     Entry ``B + w`` is for key ``start + w``.
 
     Shapes:
-        per_key: ``(b, h, j, 2)`` or None; output: ``(b, h, 2, B + span + B)``
+        per_key: ``(b, h, j, 2)`` or None; output: ``(b, h, 2, B + span + 2B)``
     """
     b, h = query.shape[:2]
-    found = query.new_full((b, h, 2, size + span + size), float("-inf"))
+    found = query.new_full((b, h, 2, size + span + 2 * size), float("-inf"))
     low, high = max(0, start), min(keys, start + span)  # the keys there are
     if high > low:
         inside = found[:, :, : 2 - causal, size + low - start : size + high - start]
@@ -362,51 +380,49 @@ def _edge_keys(per_key, query, start, span, size, keys, causal):
     return found
 
 
-def _tail(far_queries, far_keys, top, queries, size, width):
-    """The ``B`` entries after each row's band: row ``r``'s far ahead (window
-    columns ``r + F, ..., W - 1``), then row ``r + 1``'s far behind (columns ``0,
-    ..., r``), an edge's c2p plus its p2c, the p2c read along diagonals.
-
-    Entry ``x`` of query ``a`` (``a = t B + r``) is far ahead where ``x < B - 1 -
-    r``: query ``a``, key ``start + a + F + x``; else far behind: query ``a + 1``,
-    key ``start + a + 1 + x - B``.
+def _far_keys_by_block(far_keys, blocks, size, width):
+    """Each block's window keys' p2c in the order the mask's tails read them:
+    entry ``m`` of block ``t`` is far ahead for ``m < B - 1`` (window key ``m + F``),
+    else far behind (window key ``m + 1 - B``).
 
     Shapes:
-        far_queries: ``(b, h, 2, i + 1)``; far_keys: ``(b, h, 2, B + span + B)``
-        output: ``(b, h, queries, B)`` for queries ``top, ...``
+        far_keys: ``(b, h, 2, B + span + 2B)``; output: ``(b, h, blocks, 2B)``
     """
-    b, h = far_queries.shape[:2]
-    edge_keys = far_keys.stride()[:3]
-    found = []
-    for edge, (query_at, key_at) in enumerate(
-        ((top + 1, top + 1), (top, top + size + width))
-    ):
-        keys = far_keys.as_strided(
-            (b, h, queries, size), (*edge_keys[:2], 1, 1),
-            far_keys.storage_offset() + edge * edge_keys[2] + key_at,
-        )  # (b, h, queries, B): entry (a, x) is window key a + x + B + 1 or + F
-        found.append(keys + far_queries[:, :, edge, query_at : query_at + queries, None])
-    row = torch.arange(top, top + queries)[:, None] % size  # (queries, 1)
-    return torch.where(torch.arange(size) < size - 1 - row, found[1], found[0])
+    b, h = far_keys.shape[:2]
+    strides = far_keys.stride()
+    found = [
+        far_keys.as_strided(
+            (b, h, blocks, 2 * size), (*strides[:2], size, 1),
+            far_keys.storage_offset() + edge * strides[2] + first,
+        )  # (b, h, blocks, 2B)
+        for edge, first in ((0, 1), (1, size + width))
+    ]
+    return torch.where(torch.arange(2 * size) < size - 1, found[1], found[0])
 
 
-def _skewed(bias: torch.Tensor, tail: torch.Tensor, size: int, window: int):
-    """Band columns to window columns: block row ``r``, column ``w = r + f`` holds
-    ``bias[r, f]``. Each row followed by its ``B`` tail entries is ``W + 1`` long;
-    read ``W`` a row, row ``r`` starts ``r`` later, and the tail of row ``r`` fills
-    row ``r``'s columns after its band and row ``r + 1``'s before it.
+def _tail(far_queries, by_block, top, blocks, out):
+    """The ``B`` entries after each row's band, written in ``out``: row ``r``'s far
+    ahead (window columns ``r + F, ..., W - 1``), then row ``r + 1``'s far behind
+    (columns ``0, ..., r``), an edge's c2p plus its p2c. Entry ``x`` of row ``r``
+    is far ahead where ``m = r + x < B - 1``, and its p2c entry ``m`` of
+    :func:`_far_keys_by_block` (read along anti-diagonals).
 
     Shapes:
-        bias: ``(b, h, blocks B, F)``; tail: ``(b, h, blocks B, B)``
-        output: ``(blocks, b h, B, W)``
+        far_queries: ``(b, h, 2, i + 1)``; by_block: ``(b, h, t, 2B)``
+        out: ``(b, h, blocks, B, B)`` for the blocks from query ``top`` on
     """
-    b, h, n, width = bias.shape
-    blocks = n // size
-    padded = bias.new_empty(blocks, b, h, size, width + size)  # (t, b, h, B, F + B)
-    padded[..., :width] = bias.view(b, h, blocks, size, width).permute(2, 0, 1, 3, 4)
-    padded[..., width:] = tail.view(b, h, blocks, size, size).permute(2, 0, 1, 3, 4)
-    flat = padded.view(blocks, b * h, size * (width + size))[..., : size * window]
-    return flat.view(blocks, b * h, size, window)
+    b, h, _, size, _ = out.shape
+    queries = blocks * size
+    found = by_block[:, :, top // size :]
+    keys = found.as_strided(
+        out.shape, (*found.stride()[:3], 1, 1), found.storage_offset()
+    )  # (b, h, blocks, B, B): entry (r, x) is entry r + x of the block's
+    ahead = torch.arange(size)[:, None] + torch.arange(size) < size - 1  # (B, B)
+    per_query = [
+        far_queries[:, :, edge, first : first + queries].view(b, h, blocks, size, 1)
+        for edge, first in ((0, top + 1), (1, top))
+    ]  # far behind: query a + 1; far ahead: query a
+    torch.add(torch.where(ahead, per_query[1], per_query[0]), keys, out=out)
 
 
 def _strided_blocks(tensor, first: int, blocks: int, length: int, step: int):
@@ -414,27 +430,16 @@ def _strided_blocks(tensor, first: int, blocks: int, length: int, step: int):
     ``t``, a batch of views (they overlap where ``length > step``).
 
     Shapes:
-        tensor: ``(b, h, n, d)``; output: ``(blocks, b h, length, d)``
+        tensor: ``(b, h, n, d)``; output: ``(b h, blocks, length, d)``
     """
     b, h, _, d = tensor.shape
     if tensor.stride(-1) != 1 or (b > 1 and tensor.stride(0) != h * tensor.stride(1)):
         tensor = tensor.contiguous()
     rows, heads = tensor.stride(2), tensor.stride(1)
     return tensor.as_strided(
-        (blocks, b * h, length, d), (step * rows, heads, rows, 1),
+        (b * h, blocks, length, d), (heads, step * rows, rows, 1),
         tensor.storage_offset() + first * rows,
     )
-
-
-def _from_blocks(tensor: torch.Tensor, b: int) -> torch.Tensor:
-    """Blocks back in a row.
-
-    Shapes:
-        tensor: ``(blocks, b h, B, d)``; output: ``(b, h, blocks B, d)``
-    """
-    blocks, heads, size, d = tensor.shape
-    found = tensor.view(blocks, b, heads // b, size, d)  # (t, b, h, B, d)
-    return found.permute(1, 2, 0, 3, 4).reshape(b, heads // b, blocks * size, d)
 
 
 def _value_term(query, key, mask, lse, rows, scale) -> torch.Tensor:
@@ -443,24 +448,24 @@ def _value_term(query, key, mask, lse, rows, scale) -> torch.Tensor:
     edge's probability (the columns before and after the band) times the edge's.
 
     Shapes:
-        query: ``(t, b h, B, d)``; key, mask: ``(t, b h, W, d)``, ``(t, b h, B, W)``
-        lse: ``(t, b h, B)``; output: ``(t, b h, B, d)``
+        query: ``(b h, t, B, d)``; key, mask: ``(b h, t, W, d)``, ``(b h, t, B, W)``
+        lse: ``(b h, t, B)``; output: ``(b h, t, B, d)``
     """
-    blocks, heads, size, _ = query.shape
+    heads, blocks, size, d = query.shape
     window, width = key.shape[-2], rows.width
     h = rows.value_band.shape[0]
-    scores = (query * scale) @ key.transpose(-1, -2)  # (t, b h, B, W)
+    scores = (query * scale) @ key.transpose(-1, -2)  # (b h, t, B, W)
     probs = scores.add_(mask).sub_(lse[..., None]).exp_()
     band = probs.as_strided(
-        (blocks, heads, size, width), (*probs.stride()[:2], window + 1, 1)
-    )  # (t, b h, B, F): row r, column f is window column r + f
-    band = band.view(blocks, heads // h, h, size, width)  # (t, b, h, B, F)
-    out = torch.einsum("tbhif,hfd->tbhid", band, rows.value_band)
-    behind = probs.tril(-1).sum(-1).view(blocks, heads // h, h, size, 1)
-    ahead = probs.triu(width).sum(-1).view(blocks, heads // h, h, size, 1)
-    edges = rows.value_edges[:, :, None]  # (h, 2, 1, d)
-    out += behind * edges[:, 0] + ahead * edges[:, 1]
-    return out.reshape(blocks, heads, size, -1)
+        (heads, blocks, size, width), (*probs.stride()[:2], window + 1, 1)
+    )  # (b h, t, B, F): row r, column f is window column r + f
+    band = band.view(heads // h, h, blocks, size, width)  # (b, h, t, B, F)
+    out = torch.einsum("bhtif,hfd->bhtid", band, rows.value_band)
+    edges = rows.value_edges[:, :, None, None]  # (h, 2, 1, 1, d)
+    for edge, found in enumerate((probs.tril(-1), probs.triu(width))):
+        total = found.sum(-1).view(heads // h, h, blocks, size, 1)  # (b, h, t, B, 1)
+        out += total * edges[:, edge]
+    return out.reshape(heads, blocks, size, d)
 
 
 def _far(query, key, value, rows, edges, start, size, causal, scale):
@@ -501,9 +506,9 @@ def _far(query, key, value, rows, edges, start, size, causal, scale):
                 for tensor in (wide_key, wide_value)
             ),
             scale=scale,
-        )  # (blocks, b h, B, d'), (blocks, b h, B)
-        outs[:, block : block + blocks] = found.transpose(0, 1)
-        lses[:, block : block + blocks, :, 0] = found_lse.transpose(0, 1)
+        )  # (b h, blocks, B, d'), (b h, blocks, B)
+        outs[:, block : block + blocks] = found
+        lses[:, block : block + blocks, :, 0] = found_lse
     if rows.value_edges is not None:  # each edge's share of the far probability
         shares = out[..., d : d + 2, None]  # (b, h, blocks B, 2, 1)
         out[..., :d] += (shares * rows.value_edges[:, None]).sum(-2)
