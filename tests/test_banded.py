@@ -150,9 +150,11 @@ def test_falls_back_where_the_band_does_not_hold_the_call(name):
 def test_windows_and_far_rectangles(name, causal, block, monkeypatch):
     """Blocks of 4 and 8 queries: the first block's window starts before key 0 (no
     far-behind keys), the last one's ends after the last key (no far ahead), the
-    blocks between are one call; 40, 41 and 43 queries (a last block of padding),
-    from position 0 and 5: the general path's output to 1e-10 in float64."""
+    blocks between are one call; p2c 3 band rows a matmul (the last group short);
+    40, 41 and 43 queries (a last block of padding), from position 0 and 5: the
+    general path's output to 1e-10 in float64."""
     monkeypatch.setattr(banded, "BLOCK", block)
+    monkeypatch.setattr(banded, "GROUP", 3)
     made = module(name, causal)
     for length in (LENGTH, LENGTH + 1, LENGTH + 3):
         x = torch.randn(2, length, HIDDEN, dtype=torch.float64)

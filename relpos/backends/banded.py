@@ -81,6 +81,10 @@ CHUNK = 128
 #: (DeBERTa at n = 600, 800) and wins from 1.56 (log buckets at n = 1600) on.
 WIDTHS = 1.75
 
+#: Band rows a matmul of p2c: keys ``B + GROUP - 1`` a block against ``GROUP`` rows,
+#: of which one diagonal is read (p2c without a ``(F, n)`` array of scores).
+GROUP = 64
+
 #: The far keys' width ``d' >= d + 3`` is a multiple of this (the kernel is
 #: slower at odd widths).
 STEP = 4
@@ -241,9 +245,6 @@ def _near(query, key, value, rows, edges, start, i, size, causal, scale):
     chunk = min(padded, size * max(1, CHUNK // size))
     span = padded + width - 1  # the keys of all windows
     key, value = (_keys(tensor, start, span) for tensor in (key, value))
-    scored = None  # p2c: every key against every band row
-    if rows.query_band is not None:
-        scored = rows.query_band @ key.transpose(-1, -2)  # (b, h, F, span)
     far_queries = _edge_queries(edges.queries, query)  # (b, h, 2, blocks B + 1)
     far_keys = _far_keys_by_block(  # (b, h, blocks, 2B)
         _edge_keys(edges.keys, query, start, span, size, j, causal),
@@ -257,7 +258,7 @@ def _near(query, key, value, rows, edges, start, i, size, causal, scale):
     for top in range(0, padded, chunk):
         blocks = (min(padded, top + chunk) - top) // size
         mask = _mask(
-            query, scored, far_queries, far_keys, rows, buffers, top, blocks, start, i, j
+            query, key, far_queries, far_keys, rows, buffers, top, blocks, start, i, j
         )  # (b h, blocks, B, W)
         found = [
             _strided_blocks(tensor, first, blocks, length, size)
@@ -273,17 +274,17 @@ def _near(query, key, value, rows, edges, start, i, size, causal, scale):
     return torch.cat(outs, -2), torch.cat(lses, -1)
 
 
-def _mask(query, scored, far_queries, far_keys, rows, buffers, top, blocks, start, i, j):
+def _mask(query, key, far_queries, far_keys, rows, buffers, top, blocks, start, i, j):
     """The windows' mask for the blocks from query ``top`` on: in band columns
     (query ``a`` meets key ``start + a + f`` at column ``f``, distance ``L - 1 -
-    f``), c2p the queries against the ``F`` rows plus p2c read along a diagonal of
-    every key's scores (a view with strides ``(1, c + 1)``); each row then its ``B``
-    entries of :func:`_tail`, the whole read ``W`` a row (block row ``r`` meets
-    window column ``w = r + f``). Keys before the first or after the last are
-    ``-inf``; queries from ``i`` on are padding.
+    f``), c2p the queries against the ``F`` rows plus p2c, the keys against them
+    ``GROUP`` rows at a time read along a diagonal; each row then its ``B`` entries
+    of :func:`_tail`, the whole read ``W`` a row (block row ``r`` meets window
+    column ``w = r + f``). Keys before the first or after the last are ``-inf``;
+    queries from ``i`` on are padding.
 
     Shapes:
-        query: ``(b, h, blocks B, d)``; scored: ``(b, h, F, c)`` or None
+        query: ``(b, h, blocks B, d)``; key: ``(b, h, span, d)`` (from key ``start``)
         buffers: ``(b, h, t, B, F + B)`` and ``(b, h, t B, F)``, ``t >= blocks``
         output: ``(b h, blocks, B, W)``
     """
@@ -291,21 +292,24 @@ def _mask(query, scored, far_queries, far_keys, rows, buffers, top, blocks, star
     size, width = buffers[0].shape[-2], rows.width
     queries = blocks * size
     padded = buffers[0][:, :, :blocks]  # (b, h, t, B, F + B)
-    band = padded[..., :width].view(b, h, queries, width)  # (b, h, t B, F)
     bias = buffers[1][:, :, :queries]  # (b, h, t B, F)
-    diagonal = None
-    if scored is not None:
-        diagonal = scored.as_strided(
-            band.shape, (*scored.stride()[:2], 1, scored.shape[-1] + 1),
-            scored.storage_offset() + top,
-        )  # (b, h, t B, F): entry (a, f) is key top + a + f against row f
     if rows.key_band is None:
-        band.copy_(diagonal)
+        bias.zero_()
     else:
         torch.matmul(
             query[:, :, top : top + queries], rows.key_band.transpose(-1, -2), out=bias
         )  # (b, h, t B, F)
-        band.copy_(bias) if diagonal is None else torch.add(bias, diagonal, out=band)
+    if rows.query_band is not None:
+        for first in range(0, width, GROUP):
+            group = min(GROUP, width - first)
+            scored = key[:, :, top + first : top + first + queries + group - 1] @ (
+                rows.query_band[:, first : first + group].transpose(-1, -2)
+            )  # (b, h, t B + g - 1, g): keys top + first + ... against g rows
+            bias[..., first : first + group] += scored.as_strided(
+                (b, h, queries, group), (*scored.stride()[:2], group, group + 1)
+            )  # (b, h, t B, g): entry (a, f) is key top + a + first + f
+    band = padded[..., :width].view(b, h, queries, width)  # (b, h, t B, F)
+    band.copy_(bias)
     _outside(band[:, :, : max(0, i - top)], start + top, j)
     _tail(far_queries, far_keys, top, blocks, padded[..., width:])  # (b, h, t, B, B)
     window = size + width - 1
@@ -555,4 +559,4 @@ def _wide(query, key, value, rows, edges, causal, scale):
     )
 
 
-__all__ = ["BLOCK", "CHUNK", "STEP", "WIDTHS", "applies", "attend"]
+__all__ = ["BLOCK", "CHUNK", "GROUP", "STEP", "WIDTHS", "applies", "attend"]
