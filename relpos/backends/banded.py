@@ -250,9 +250,11 @@ def _near(query, key, value, rows, edges, start, i, size, causal, scale):
         _edge_keys(edges.keys, query, start, span, size, j, causal),
         padded // size, size, width,
     )
-    buffers = (  # the chunk's mask and its band's bias, the same memory each chunk
+    buffers = (  # the chunk's mask, its band's bias and Shaw's scores, reused
         query.new_empty(b, h, chunk // size, size, width + size),
         query.new_empty(b, h, chunk, width),
+        None if rows.value_band is None
+        else query.new_empty(b * h, chunk // size, size, window),
     )
     outs, lses = [], []
     for top in range(0, padded, chunk):
@@ -268,7 +270,8 @@ def _near(query, key, value, rows, edges, start, i, size, causal, scale):
         ]  # (b h, blocks, B or W, d)
         out, lse = _flash(*found, attn_mask=mask, scale=scale)
         if rows.value_band is not None:
-            out = out + _value_term(*found[:2], mask, lse, rows, scale)
+            scores = buffers[2][:, :blocks]  # (b h, blocks, B, W)
+            out = out + _value_term(*found[:2], mask, lse, rows, scale, scores)
         outs.append(out.reshape(b, h, blocks * size, d))
         lses.append(lse.reshape(b, h, blocks * size))
     return torch.cat(outs, -2), torch.cat(lses, -1)
@@ -446,29 +449,36 @@ def _strided_blocks(tensor, first: int, blocks: int, length: int, step: int):
     )
 
 
-def _value_term(query, key, mask, lse, rows, scale) -> torch.Tensor:
+def _value_term(query, key, mask, lse, rows, scale, probs) -> torch.Tensor:
     """Shaw's values in the windows: each pair's probability times its row, read
-    in band columns (a view with strides ``(W + 1, 1)`` of the scores), and each
-    edge's probability (the columns before and after the band) times the edge's.
+    in band columns (a view with strides ``(W + 1, 1)`` of the probabilities), and
+    each edge's probability times the edge's row, summed over the tails (the ``B``
+    entries after each row's band: its far ahead, then the next row's far behind).
 
     Shapes:
         query: ``(b h, t, B, d)``; key, mask: ``(b h, t, W, d)``, ``(b h, t, B, W)``
-        lse: ``(b h, t, B)``; output: ``(b h, t, B, d)``
+        lse: ``(b h, t, B)``; probs (written): ``(b h, t, B, W)``
+        output: ``(b h, t, B, d)``
     """
     heads, blocks, size, d = query.shape
     window, width = key.shape[-2], rows.width
     h = rows.value_band.shape[0]
-    scores = (query * scale) @ key.transpose(-1, -2)  # (b h, t, B, W)
-    probs = scores.add_(mask).sub_(lse[..., None]).exp_()
-    band = probs.as_strided(
-        (heads, blocks, size, width), (*probs.stride()[:2], window + 1, 1)
-    )  # (b h, t, B, F): row r, column f is window column r + f
+    torch.matmul(query * scale, key.transpose(-1, -2), out=probs)  # (b h, t, B, W)
+    probs = probs.add_(mask).sub_(lse[..., None]).exp_()
+    strides = probs.stride()[:2]
+    band = probs.as_strided((heads, blocks, size, width), (*strides, window + 1, 1))
     band = band.view(heads // h, h, blocks, size, width)  # (b, h, t, B, F)
     out = torch.einsum("bhtif,hfd->bhtid", band, rows.value_band)
-    edges = rows.value_edges[:, :, None, None]  # (h, 2, 1, 1, d)
-    for edge, found in enumerate((probs.tril(-1), probs.triu(width))):
-        total = found.sum(-1).view(heads // h, h, blocks, size, 1)  # (b, h, t, B, 1)
-        out += total * edges[:, edge]
+    tails = probs.as_strided(
+        (heads, blocks, size - 1, size), (*strides, window + 1, 1),
+        probs.storage_offset() + width,
+    )  # (b h, t, B - 1, B): rows 0, ..., B - 2 (the last row's tail is none)
+    ahead = torch.arange(size - 1)[:, None] + torch.arange(size) < size - 1
+    ahead = (tails * ahead).sum(-1)  # (b h, t, B - 1): rows 0, ..., B - 2
+    behind = tails.sum(-1) - ahead  # rows 1, ..., B - 1
+    for edge, total in enumerate((F.pad(behind, (1, 0)), F.pad(ahead, (0, 1)))):
+        total = total.view(heads // h, h, blocks, size, 1)  # (b, h, t, B, 1)
+        out += total * rows.value_edges[:, None, None, edge]  # (h, 1, 1, d)
     return out.reshape(heads, blocks, size, d)
 
 
