@@ -234,5 +234,5 @@ def test_causal_far_behind_alone(monkeypatch):
     wide = -(-(d + 3) // banded.STEP) * banded.STEP
     assert _calls("deberta", causal=True) == [
         ((4, 5, 8, d), (4, 5, 12, d), (4, 5, 8, 12), False),
-        *(((4, 1, 8, wide), (4, 1, 8 * t - 4, wide), None, False) for t in (1, 2, 3, 4)),
+        *(((4, 1, 8, wide), (4, 1, 8 * t - 4, wide), None, False) for t in range(1, 5)),
     ]

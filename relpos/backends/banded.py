@@ -15,19 +15,19 @@ and per key are more dimensions of the fused kernel: ``[q_i, c_i, c'_i, 1] .
 ``b``: p2c at each edge). With the keys laid out twice, far-ahead form then
 far-behind form, a block's far keys are one slice: from the key after its window
 (first copy) to the key before it (second copy). Its *far rectangle*: no mask, no
-causal rule, torch's fused kernel at full speed; every block whose window lies
-inside the sequence has ``n - W`` far keys, so all of them are one call on a
-strided view of the keys.
+causal rule, torch's fused kernel at its plain speed; every block whose window
+lies inside the sequence has ``n - W`` far keys, so all of them are one call on
+a strided view of the keys.
 
-The window is one call of the fused kernel too, its mask ``B x W``: c2p every query
-against the ``F`` rows and p2c every key against them read along a diagonal, in
-band columns (query ``a``, column ``f``: the key at distance ``L - 1 - f``),
-padded with ``B`` entries a row and read ``W`` a row (the skewed view of
-``relpos.backends.strided``). A row's ``B`` entries are the pairs of the window
-outside the band: its own far ahead, then the next row's far behind, each an
-edge's c2p plus its p2c. The window's and the far rectangle's outputs are merged
-exactly by their log-sum-exps (``out = sum_r exp(lse_r - lse) out_r``), which the
-kernel returns.
+The window is one call of the fused kernel too, its mask ``B x W``: in band columns
+(query ``a``, column ``f``: the key at distance ``L - 1 - f``) c2p, every query
+against the ``F`` rows, plus p2c, the keys against ``GROUP`` rows at a time read
+along a diagonal; each row padded with ``B`` entries and the whole read ``W`` a
+row (the skewed view of ``relpos.backends.strided``). A row's ``B`` entries are
+the pairs of the window outside the band: its own far ahead, then the next row's
+far behind, each an edge's c2p plus its p2c. The window's and the far rectangle's
+outputs are merged exactly by their log-sum-exps (``out = sum_r exp(lse_r - lse)
+out_r``), which the kernel returns.
 
 Shaw's relative values come out of the same pieces with linear memory: in the
 window each pair's probability weighs its row (an edge's outside the band); the
@@ -49,10 +49,11 @@ WIDTHS * (2L - 1)``.
 
 Shapes:
     query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``; output: ``(b, h, i, d)``
-    a call's blocks: ``(blocks, b h, B, d)``; the window's mask ``(blocks, b h, B,
-    W)``; the far keys ``(b, h, 2j, d')``, ``d' >= d + 3``, a call's view
-    ``(blocks, b h, n - W, d')``
-    the rows' scores: ``(b, h, F, B)`` per chunk and ``(b, h, F, j + F - 1)``
+    a call's blocks: ``(b h, blocks, B, d)``, views; the window's keys ``(b h,
+    blocks, W, d)`` and mask ``(b h, blocks, B, W)``; the far keys ``(b, h, 2j,
+    d')``, ``d' >= d + 3``, and a call's view of them ``(b h, blocks, j - W, d')``
+    the rows' scores: ``(b, h, B, F)`` c2p and ``(b, h, B + GROUP - 1, GROUP)`` p2c
+    per chunk
 """
 
 from __future__ import annotations
@@ -68,18 +69,23 @@ from .strided import progression_start
 from .terms import projected_rows
 
 #: Queries per block: each block meets a window of ``BLOCK + 2L - 2`` keys under a
-#: mask and the rest, its far keys, without one.
+#: mask and the rest, its far keys, without one. At n = 2048, ``k = 256``: 128 left
+#: the kernel's far calls 1.4x slower a pair than one square (its query tiles are
+#: 32 rows below 192 queries, 64 from 192), 256 and 512 about as fast, 768 slower
+#: (its windows' work grows faster than the far calls' shrinks).
 BLOCK = 256
 
-#: Queries per chunk of the windows (one call of the fused kernel): its buffers,
-#: the blocks' mask and the c2p scores, stay this size whatever the length (at ``k
-#: = 256``, 12 heads: 4 MB).
+#: Queries per chunk of the windows (one call of the fused kernel, at least one
+#: block): its buffers, the blocks' mask and band, stay this size whatever the
+#: length (at ``k = 256``, 12 heads, one block of 256: 16 MB; 25 MB with Shaw's
+#: values); two blocks a call were no faster at n = 2048.
 CHUNK = 128
 
-#: The band pays where the keys outnumber its width this many times: measured at
-#: ``k = 256`` on one thread, it loses to the general path at 1.2 and 1.56 widths
-#: (DeBERTa at n = 600, 800) and wins from 1.56 (log buckets at n = 1600) on.
-WIDTHS = 1.75
+#: The windows and far rectangles pay where the keys outnumber the band's width
+#: this many times: measured at ``k = 256`` on 2 threads against the general path,
+#: DeBERTa loses at 1.5 widths (n = 768) and wins at 1.75, Shaw wins from 1.5, log
+#: buckets from 1.25 (n = 1280; 1.2x faster at 1.5).
+WIDTHS = 1.5
 
 #: Band rows a matmul of p2c: keys ``B + GROUP - 1`` a block against ``GROUP`` rows,
 #: of which one diagonal is read (p2c without a ``(F, n)`` array of scores).
@@ -211,7 +217,9 @@ def attend(
         else torch.einsum("bhjd,hed->bhje", key, rows.query_edges),
     )
     start = offset - reach + 1  # block t's window: keys start + t B + (0, ..., W - 1)
-    near, near_lse = _near(query, key, value, rows, edges, start, i, size, causal, scale)
+    near, near_lse = _near(
+        query, key, value, rows, edges, start, i, size, causal, scale
+    )
     far, far_lse = _far(query, key, value, rows, edges, start, size, causal, scale)
     total = torch.logaddexp(near_lse, far_lse)  # (b, h, blocks B)
     out = near.mul_((near_lse - total).exp_()[..., None])
@@ -495,14 +503,16 @@ def _far(query, key, value, rows, edges, start, size, causal, scale):
     """
     b, h, padded, d = query.shape
     j, window = key.shape[-2], size + rows.width - 1
-    wide_query, wide_key, wide_value = _wide(query, key, value, rows, edges, causal, scale)
+    wide_query, wide_key, wide_value = _wide(
+        query, key, value, rows, edges, causal, scale
+    )
     out = query.new_zeros(b, h, padded, wide_key.shape[-1])
     lse = query.new_full((b, h, padded), float("-inf"))
     runs = []  # (first block, blocks, first key, keys)
     for block in range(padded // size):
         low = start + block * size  # the window's first key
         behind = min(max(low, 0), j)
-        first = 0 if causal else min(max(low + window, 0), j)  # ahead: first, ..., j - 1
+        first = 0 if causal else min(max(low + window, 0), j)  # ahead: first, ...
         length = behind if causal else j - first + behind
         last = runs[-1] if runs else None
         if last and last[3] == length and last[2] + last[1] * size == first:
@@ -543,13 +553,15 @@ def _wide(query, key, value, rows, edges, causal, scale):
     j = key.shape[-2]
     wide = -(-(d + 3) // STEP) * STEP
     forms = 1 if causal else 2  # far ahead, far behind
-    wide_query = query.new_zeros(b, h, i, wide)
+    wide_query = query.new_empty(b, h, i, wide)
+    wide_query[..., d:] = 0
     wide_query[..., :d] = query
     if edges.queries is not None:
         wide_query[..., d : d + 2] = edges.queries / scale
     if edges.keys is not None:
         wide_query[..., d + 2] = 1 / scale
-    wide_key = key.new_zeros(b, h, forms, j, wide)
+    wide_key = key.new_empty(b, h, forms, j, wide)
+    wide_key[..., d:] = 0
     wide_key[..., :d] = key[:, :, None]
     wide_key[:, :, -1, :, d] = 1  # far behind
     if not causal:
@@ -558,7 +570,8 @@ def _wide(query, key, value, rows, edges, causal, scale):
         wide_key[:, :, -1, :, d + 2] = edges.keys[..., 0]
         if not causal:
             wide_key[:, :, 0, :, d + 2] = edges.keys[..., 1]
-    wide_value = value.new_zeros(b, h, forms, j, wide)
+    wide_value = value.new_empty(b, h, forms, j, wide)
+    wide_value[..., d:] = 0
     wide_value[..., :d] = value[:, :, None]
     if rows.value_edges is not None:
         wide_value[..., d : d + 2] = wide_key[..., d : d + 2]
