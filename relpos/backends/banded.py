@@ -310,17 +310,18 @@ def _mask(query, key, far_queries, far_keys, rows, buffers, top, blocks, start, 
         torch.matmul(
             query[:, :, top : top + queries], rows.key_band.transpose(-1, -2), out=bias
         )  # (b, h, t B, F)
-    if rows.query_band is not None:
-        for first in range(0, width, GROUP):
-            group = min(GROUP, width - first)
-            scored = key[:, :, top + first : top + first + queries + group - 1] @ (
-                rows.query_band[:, first : first + group].transpose(-1, -2)
-            )  # (b, h, t B + g - 1, g): keys top + first + ... against g rows
-            bias[..., first : first + group] += scored.as_strided(
-                (b, h, queries, group), (*scored.stride()[:2], group, group + 1)
-            )  # (b, h, t B, g): entry (a, f) is key top + a + first + f
     band = padded[..., :width].view(b, h, queries, width)  # (b, h, t B, F)
-    band.copy_(bias)
+    if rows.query_band is None:
+        band.copy_(bias)
+    for first in range(0, width if rows.query_band is not None else 0, GROUP):
+        group = min(GROUP, width - first)
+        scored = key[:, :, top + first : top + first + queries + group - 1] @ (
+            rows.query_band[:, first : first + group].transpose(-1, -2)
+        )  # (b, h, t B + g - 1, g): keys top + first + ... against g rows
+        columns = slice(first, first + group)
+        torch.add(bias[..., columns], scored.as_strided(
+            (b, h, queries, group), (*scored.stride()[:2], group, group + 1)
+        ), out=band[..., columns])  # p2c (a, f): key top + a + first + f
     _outside(band[:, :, : max(0, i - top)], start + top, j)
     _tail(far_queries, far_keys, top, blocks, padded[..., width:])  # (b, h, t, B, B)
     window = size + width - 1
