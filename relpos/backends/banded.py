@@ -209,7 +209,7 @@ def attend(
     padded = -(-i // size) * size
     if padded > i:  # the last block filled up with queries of no use
         query = F.pad(query, (0, 0, 0, padded - i))  # (b, h, blocks B, d)
-    query, key, value = (tensor.contiguous() for tensor in (query, key, value))
+    query = query.contiguous()  # its blocks are views
     edges = _Edges(
         None if rows.key_edges is None  # (b, h, blocks B, 2)
         else torch.einsum("bhid,hed->bhie", query, rows.key_edges),
@@ -264,7 +264,12 @@ def _near(query, key, value, rows, edges, start, i, size, causal, scale):
         None if rows.value_band is None
         else query.new_empty(b * h, chunk // size, size, window),
     )
-    outs, lses = [], []
+    near = query.new_empty(b, h, padded, d)
+    near_lse = query.new_empty(b, h, padded)
+    outs, lses = (
+        tensor.view(b * h, padded // size, size, -1)
+        for tensor in (near, near_lse[..., None])
+    )  # (b h, blocks, B, d or 1)
     for top in range(0, padded, chunk):
         blocks = (min(padded, top + chunk) - top) // size
         mask = _mask(
@@ -280,9 +285,9 @@ def _near(query, key, value, rows, edges, start, i, size, causal, scale):
         if rows.value_band is not None:
             scores = buffers[2][:, :blocks]  # (b h, blocks, B, W)
             out = out + _value_term(*found[:2], mask, lse, rows, scale, scores)
-        outs.append(out.reshape(b, h, blocks * size, d))
-        lses.append(lse.reshape(b, h, blocks * size))
-    return torch.cat(outs, -2), torch.cat(lses, -1)
+        outs[:, top // size : top // size + blocks] = out
+        lses[:, top // size : top // size + blocks, :, 0] = lse
+    return near, near_lse
 
 
 def _mask(query, key, far_queries, far_keys, rows, buffers, top, blocks, start, i, j):
