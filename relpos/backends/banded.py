@@ -20,8 +20,8 @@ lies inside the sequence has ``n - W`` far keys, so all of them are one call on
 a strided view of the keys.
 
 The window is one call of the fused kernel too, its mask ``B x W``: in band columns
-(query ``a``, column ``f``: the key at distance ``L - 1 - f``) c2p, every query
-against the ``F`` rows, plus p2c, the keys against ``GROUP`` rows at a time read
+(query ``a``, column ``f``: the key at distance ``L - 1 - f``), ``GROUP`` rows at
+a time, c2p, the queries against the rows, plus p2c, the keys against them read
 along a diagonal; each row padded with ``B`` entries and the whole read ``W`` a
 row (the skewed view of ``relpos.backends.strided``). A row's ``B`` entries are
 the pairs of the window outside the band: its own far ahead, then the next row's
@@ -52,8 +52,8 @@ Shapes:
     a call's blocks: ``(b h, blocks, B, d)``, views; the window's keys ``(b h,
     blocks, W, d)`` and mask ``(b h, blocks, B, W)``; the far keys ``(b, h, 2j,
     d')``, ``d' >= d + 3``, and a call's view of them ``(b h, blocks, j - W, d')``
-    the rows' scores: ``(b, h, B, F)`` c2p and ``(b, h, B + GROUP - 1, GROUP)`` p2c
-    per chunk
+    the rows' scores, per chunk and ``GROUP`` rows: c2p ``(b, h, B, GROUP)``, p2c
+    ``(b, h, B + GROUP - 1, GROUP)``
 """
 
 from __future__ import annotations
@@ -87,8 +87,9 @@ CHUNK = 128
 #: buckets from 1.25 (n = 1280; 1.2x faster at 1.5).
 WIDTHS = 1.5
 
-#: Band rows a matmul of p2c: keys ``B + GROUP - 1`` a block against ``GROUP`` rows,
-#: of which one diagonal is read (p2c without a ``(F, n)`` array of scores).
+#: Band rows a matmul: c2p, a block's queries against ``GROUP`` rows, and p2c, its
+#: ``B + GROUP - 1`` keys against them, of which one diagonal is read (no ``(F, n)``
+#: array of scores; 32 and 128 were slower at n = 2048).
 GROUP = 64
 
 #: The far keys' width ``d' >= d + 3`` is a multiple of this (the kernel is
@@ -258,9 +259,8 @@ def _near(query, key, value, rows, edges, start, i, size, causal, scale):
         _edge_keys(edges.keys, query, start, span, size, j, causal),
         padded // size, size, width,
     )
-    buffers = (  # the chunk's mask, its band's bias and Shaw's scores, reused
+    buffers = (  # the chunk's mask and Shaw's scores, the same memory each chunk
         query.new_empty(b, h, chunk // size, size, width + size),
-        query.new_empty(b, h, chunk, width),
         None if rows.value_band is None
         else query.new_empty(b * h, chunk // size, size, window),
     )
@@ -273,7 +273,8 @@ def _near(query, key, value, rows, edges, start, i, size, causal, scale):
     for top in range(0, padded, chunk):
         blocks = (min(padded, top + chunk) - top) // size
         mask = _mask(
-            query, key, far_queries, far_keys, rows, buffers, top, blocks, start, i, j
+            query, key, far_queries, far_keys, rows, buffers[0], top, blocks, start, i,
+            j,
         )  # (b h, blocks, B, W)
         found = [
             _strided_blocks(tensor, first, blocks, length, size)
@@ -283,50 +284,51 @@ def _near(query, key, value, rows, edges, start, i, size, causal, scale):
         ]  # (b h, blocks, B or W, d)
         out, lse = _flash(*found, attn_mask=mask, scale=scale)
         if rows.value_band is not None:
-            scores = buffers[2][:, :blocks]  # (b h, blocks, B, W)
+            scores = buffers[1][:, :blocks]  # (b h, blocks, B, W)
             out = out + _value_term(*found[:2], mask, lse, rows, scale, scores)
         outs[:, top // size : top // size + blocks] = out
         lses[:, top // size : top // size + blocks, :, 0] = lse
     return near, near_lse
 
 
-def _mask(query, key, far_queries, far_keys, rows, buffers, top, blocks, start, i, j):
+def _mask(query, key, far_queries, far_keys, rows, buffer, top, blocks, start, i, j):
     """The windows' mask for the blocks from query ``top`` on: in band columns
     (query ``a`` meets key ``start + a + f`` at column ``f``, distance ``L - 1 -
-    f``), c2p the queries against the ``F`` rows plus p2c, the keys against them
-    ``GROUP`` rows at a time read along a diagonal; each row then its ``B`` entries
+    f``), ``GROUP`` rows at a time, c2p the queries against them plus p2c the keys
+    against them read along a diagonal; each row then its ``B`` entries
     of :func:`_tail`, the whole read ``W`` a row (block row ``r`` meets window
     column ``w = r + f``). Keys before the first or after the last are ``-inf``;
     queries from ``i`` on are padding.
 
     Shapes:
         query: ``(b, h, blocks B, d)``; key: ``(b, h, span, d)`` (from key ``start``)
-        buffers: ``(b, h, t, B, F + B)`` and ``(b, h, t B, F)``, ``t >= blocks``
+        buffer: ``(b, h, t, B, F + B)``, ``t >= blocks``
         output: ``(b h, blocks, B, W)``
     """
     b, h, _, d = query.shape
-    size, width = buffers[0].shape[-2], rows.width
+    size, width = buffer.shape[-2], rows.width
     queries = blocks * size
-    padded = buffers[0][:, :, :blocks]  # (b, h, t, B, F + B)
-    bias = buffers[1][:, :, :queries]  # (b, h, t B, F)
-    if rows.key_band is None:
-        bias.zero_()
-    else:
-        torch.matmul(
-            query[:, :, top : top + queries], rows.key_band.transpose(-1, -2), out=bias
-        )  # (b, h, t B, F)
+    padded = buffer[:, :, :blocks]  # (b, h, t, B, F + B)
     band = padded[..., :width].view(b, h, queries, width)  # (b, h, t B, F)
-    if rows.query_band is None:
-        band.copy_(bias)
-    for first in range(0, width if rows.query_band is not None else 0, GROUP):
-        group = min(GROUP, width - first)
-        scored = key[:, :, top + first : top + first + queries + group - 1] @ (
-            rows.query_band[:, first : first + group].transpose(-1, -2)
-        )  # (b, h, t B + g - 1, g): keys top + first + ... against g rows
-        columns = slice(first, first + group)
-        torch.add(bias[..., columns], scored.as_strided(
-            (b, h, queries, group), (*scored.stride()[:2], group, group + 1)
-        ), out=band[..., columns])  # p2c (a, f): key top + a + first + f
+    for first in range(0, width, GROUP):
+        columns = slice(first, first + min(GROUP, width - first))
+        parts = []
+        if rows.key_band is not None:  # c2p: the queries against the rows
+            parts.append(query[:, :, top : top + queries] @ (
+                rows.key_band[:, columns].transpose(-1, -2)
+            ))  # (b, h, t B, g)
+        if rows.query_band is not None:  # p2c: keys top + first + ... against them
+            group = columns.stop - first
+            scored = key[:, :, top + first : top + first + queries + group - 1] @ (
+                rows.query_band[:, columns].transpose(-1, -2)
+            )  # (b, h, t B + g - 1, g)
+            parts.append(scored.as_strided(
+                (b, h, queries, group), (*scored.stride()[:2], group, group + 1)
+            ))  # (b, h, t B, g): entry (a, f) is key top + a + first + f
+        if len(parts) == 2:
+            torch.add(*parts, out=band[..., columns])
+        else:
+            band[..., columns] = parts[0]
     _outside(band[:, :, : max(0, i - top)], start + top, j)
     _tail(far_queries, far_keys, top, blocks, padded[..., width:])  # (b, h, t, B, B)
     window = size + width - 1
