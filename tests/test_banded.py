@@ -236,3 +236,17 @@ def test_causal_far_behind_alone(monkeypatch):
         ((4, 5, 8, d), (4, 5, 12, d), (4, 5, 8, 12), False),
         *(((4, 1, 8, wide), (4, 1, 8 * t - 4, wide), None, False) for t in range(1, 5)),
     ]
+
+
+def test_far_sides_without_p2c(monkeypatch):
+    """Shaw at n = 40 (``L = 4``, ``F = 7``), blocks of 8 (``W = 14``): no p2c, so
+    the far keys keep their width ``d`` and each block meets its far-behind and
+    its far-ahead keys in two calls (c2p on their log-sum-exps): block ``t``
+    against ``8 t - 3`` keys behind and ``29 - 8 t`` ahead, none where that is 0."""
+    monkeypatch.setattr(banded, "BLOCK", 8)
+    d = HIDDEN // HEADS
+    far = []
+    for t in range(5):
+        far += [((4, 1, 8, d), (4, 1, keys, d), None, False)
+                for keys in (8 * t - 3, 29 - 8 * t) if keys > 0]
+    assert _calls("shaw") == [((4, 5, 8, d), (4, 5, 14, d), (4, 5, 8, 14), False), *far]

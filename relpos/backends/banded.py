@@ -29,10 +29,13 @@ far behind, each an edge's c2p plus its p2c. The window's and the far rectangle'
 outputs are merged exactly by their log-sum-exps (``out = sum_r exp(lse_r - lse)
 out_r``), which the kernel returns.
 
-Shaw's relative values come out of the same pieces with linear memory: in the
-window each pair's probability weighs its row (an edge's outside the band); the
-far values carry two more columns, 1 far behind and 1 far ahead, whose outputs
-are each edge's share of the far probability, and weigh the edge rows.
+Without p2c (Shaw, c2p alone) the far keys need no more dimensions: a block meets
+its far-behind and its far-ahead slices in two calls, each side's c2p added to its
+log-sum-exp. Shaw's relative values come out of the same pieces with linear
+memory: in the window each pair's probability weighs its row (an edge's outside the
+band, summed over the tails); a far side's probabilities sum to 1, so its output
+gains its edge's row (with p2c, the far values carry two more columns, 1 behind
+and 1 ahead, whose outputs are each edge's share).
 
 A causal decoder has no far ahead: its far rectangle is the far-behind slice alone
 (one call a block, their lengths differ), and the window's columns past the
@@ -50,8 +53,9 @@ WIDTHS * (2L - 1)``.
 Shapes:
     query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``; output: ``(b, h, i, d)``
     a call's blocks: ``(b h, blocks, B, d)``, views; the window's keys ``(b h,
-    blocks, W, d)`` and mask ``(b h, blocks, B, W)``; the far keys ``(b, h, 2j,
-    d')``, ``d' >= d + 3``, and a call's view of them ``(b h, blocks, j - W, d')``
+    blocks, W, d)`` and mask ``(b h, blocks, B, W)``; with p2c the far keys ``(b,
+    h, 2j, d')``, ``d' >= d + 3``, and a call's view of them ``(b h, blocks, j - W,
+    d')``
     the rows' scores, per chunk and ``GROUP`` rows: c2p ``(b, h, B, GROUP)``, p2c
     ``(b, h, B + GROUP - 1, GROUP)``
 """
@@ -221,7 +225,9 @@ def attend(
     near, near_lse = _near(
         query, key, value, rows, edges, start, i, size, causal, scale
     )
-    far, far_lse = _far(query, key, value, rows, edges, start, size, causal, scale)
+    far, far_lse = (_far if edges.keys is not None else _far_sides)(
+        query, key, value, rows, edges, start, size, causal, scale
+    )
     total = torch.logaddexp(near_lse, far_lse)  # (b, h, blocks B)
     out = near.mul_((near_lse - total).exp_()[..., None])
     out += far * (far_lse - total).exp_()[..., None]
@@ -545,6 +551,53 @@ def _far(query, key, value, rows, edges, start, size, causal, scale):
         shares = out[..., d : d + 2, None]  # (b, h, blocks B, 2, 1)
         out[..., :d] += (shares * rows.value_edges[:, None]).sum(-2)
     return out[..., :d], lse
+
+
+def _far_sides(query, key, value, rows, edges, start, size, causal, scale):
+    """The far rectangles without p2c (Shaw, c2p alone): each block against its
+    far-behind keys and, apart, its far-ahead ones, on the keys as they are; each
+    side's c2p added to its log-sum-exp, and its edge's value row to its output
+    (its probabilities sum to 1), the sides merged by their log-sum-exps.
+
+    Shapes:
+        query: ``(b, h, blocks B, d)``; key, value: ``(b, h, j, d)``
+        output: ``(b, h, blocks B, d)`` and ``(b, h, blocks B)`` (``-inf``: no
+        far keys)
+    """
+    b, h, padded, d = query.shape
+    j, window = key.shape[-2], size + rows.width - 1
+    out = query.new_zeros(b, h, padded, d)
+    lse = query.new_full((b, h, padded), float("-inf"))
+    outs, lses = (
+        tensor.view(b * h, padded // size, size, -1) for tensor in (out, lse[..., None])
+    )  # (b h, blocks, B, d or 1)
+    for block in range(padded // size):
+        low = start + block * size  # the window's first key
+        rows_at = slice(block * size, (block + 1) * size)
+        sides = [(0, 0, min(max(low, 0), j))]  # (edge, first key, keys)
+        if not causal:
+            first = min(max(low + window, 0), j)
+            sides.append((1, first, j - first))
+        for edge, first, length in sides:
+            if not length:
+                continue
+            found, found_lse = _flash(
+                _strided_blocks(query, block * size, 1, size, size),
+                *(_strided_blocks(t, first, 1, length, size) for t in (key, value)),
+                scale=scale,
+            )  # (b h, 1, B, d), (b h, 1, B)
+            found, found_lse = found[:, 0], found_lse[:, 0]  # (b h, B, d), (b h, B)
+            if edges.queries is not None:  # c2p: one logit for the side's keys
+                shared = edges.queries[:, :, rows_at, edge]  # (b, h, B)
+                found_lse = found_lse + shared.reshape(b * h, size)
+            if rows.value_edges is not None:
+                edge_row = rows.value_edges[:, edge]  # (h, d)
+                found = (found.view(b, h, size, d) + edge_row[:, None]).flatten(0, 1)
+            total = torch.logaddexp(lses[:, block, :, 0], found_lse)  # (b h, B)
+            outs[:, block] *= (lses[:, block, :, 0] - total).exp()[..., None]
+            outs[:, block] += found * (found_lse - total).exp()[..., None]
+            lses[:, block, :, 0] = total
+    return out, lse
 
 
 def _wide(query, key, value, rows, edges, causal, scale):
