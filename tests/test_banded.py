@@ -1,11 +1,12 @@
-"""The band and the far fields (``relpos.backends.banded``).
+"""The windows and the far rectangles (``relpos.backends.banded``).
 
-Which calls take it (a projected table or key rows, nothing else on the logits,
+Which calls take them (a projected table or key rows, nothing else on the logits,
 at inference on the CPU, positions one progression, no mask but the causal rule,
 keys more than ``WIDTHS`` bands), that they give the general path's output to
-rounding on an encoder, a decoder and a decoder with a cache, at lengths where the
-band, both far fields and the ends of the sequence all occur, and that torch's
-kernel is never handed an ``n x n`` mask.
+rounding on an encoder, a decoder and a decoder with a cache, at lengths and
+blocks where the band, both far fields, blocks at both ends of the sequence
+(no far-behind keys, no far-ahead keys) and a last block of padding all occur, and
+that torch's kernel is never handed an ``n x n`` mask.
 
 Shape legend:
     b  batch      n  sequence length      hidden  model width (16)
@@ -143,20 +144,60 @@ def test_falls_back_where_the_band_does_not_hold_the_call(name):
     assert answers == [False]
 
 
-def test_no_mask_is_n_by_n():
-    """DeBERTa at n = 40 (``L = 5``, blocks of 40): torch's kernel gets the band's
-    ``(b, h, 40, 48)`` skewed mask and two far fields of 35 queries and keys under
-    the causal rule, with p2c one more dimension; nothing ``40 x 40``."""
+@pytest.mark.parametrize("causal", [False, True], ids=["encoder", "causal"])
+@pytest.mark.parametrize("name", BAND_SCHEMES)
+@pytest.mark.parametrize("block", [4, 8])
+def test_windows_and_far_rectangles(name, causal, block, monkeypatch):
+    """Blocks of 4 and 8 queries: the first block's window starts before key 0 (no
+    far-behind keys), the last one's ends after the last key (no far ahead), the
+    blocks between are one call; p2c 3 band rows a matmul (the last group short);
+    40, 41 and 43 queries (a last block of padding), from position 0 and 5: the
+    general path's output to 1e-10 in float64."""
+    monkeypatch.setattr(banded, "BLOCK", block)
+    monkeypatch.setattr(banded, "GROUP", 3)
+    made = module(name, causal)
+    for length in (LENGTH, LENGTH + 1, LENGTH + 3):
+        x = torch.randn(2, length, HIDDEN, dtype=torch.float64)
+        for positions in (None, torch.arange(5, 5 + length)):
+            fast, general, answers = outputs(made, x, positions=positions)
+            assert answers == [True]
+            torch.testing.assert_close(fast, general, atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["deberta", "deberta-buckets", "shaw"])
+def test_decoding_with_a_cache_in_blocks(name, monkeypatch):
+    """Blocks of 4: the prompt of 30 in blocks with far-behind keys beside their
+    windows, then one token at a time: the whole sequence's output."""
+    monkeypatch.setattr(banded, "BLOCK", 4)
+    made = module(name, causal=True)
+    x = torch.randn(2, LENGTH, HIDDEN, dtype=torch.float64)
+    with torch.no_grad(), general_path():
+        whole = made(x)
+    cache = relpos.KVCache()
+    steps = []
+    with torch.no_grad(), recorded() as answers:
+        steps.append(made(x[:, :30], cache=cache))
+        for t in range(30, LENGTH):
+            steps.append(made(x[:, t : t + 1], cache=cache))
+    assert answers == [True] * (1 + LENGTH - 30)
+    torch.testing.assert_close(torch.cat(steps, 1), whole, atol=1e-10, rtol=1e-10)
+
+
+def _calls(name: str, causal: bool = False) -> list[tuple]:
+    """The fused kernel's calls for ``name`` at n = 40, batch 2: the shapes of
+    query, key and mask (None: no mask) and the causal flag.
+    """
     seen = []
     flash = banded._flash
 
     def spy(query, key, value, **kwargs):
         mask = kwargs.get("attn_mask")
-        seen.append((tuple(query.shape), tuple(key.shape), kwargs.get("is_causal"),
-                     None if mask is None else tuple(mask.shape)))
+        seen.append((tuple(query.shape), tuple(key.shape),
+                     None if mask is None else tuple(mask.shape),
+                     kwargs.get("is_causal", False)))
         return flash(query, key, value, **kwargs)
 
-    made = module("deberta")
+    made = module(name, causal)
     x = torch.randn(2, LENGTH, HIDDEN, dtype=torch.float64)
     banded._flash = spy
     try:
@@ -164,9 +205,48 @@ def test_no_mask_is_n_by_n():
             made(x)
     finally:
         banded._flash = flash
+    return seen
+
+
+def test_no_mask_is_n_by_n(monkeypatch):
+    """DeBERTa at n = 40 (``L = 5``, ``F = 9``), blocks of 8 (``W = 16``), batch 2
+    and 2 heads as 4: the five windows one call with a ``(4, 5, 8, 16)`` mask; far
+    rectangles without a mask or the causal rule, of width ``d + 3`` rounded up to
+    ``STEP``: block 0 against its 28 keys after the window, blocks 1 to 3 one call
+    of 24 keys each (4 + 20, 12 + 12, 20 + 4), block 4 against its 28 before."""
+    monkeypatch.setattr(banded, "BLOCK", 8)
     d = HIDDEN // HEADS
-    assert seen == [
-        ((2, 2, 40, d), (2, 2, 48, d), None, (2, 2, 40, 48)),
-        ((2, 2, 35, d + 1), (2, 2, 35, d + 1), True, None),
-        ((2, 2, 35, d + 1), (2, 2, 35, d + 1), True, None),
+    wide = -(-(d + 3) // banded.STEP) * banded.STEP
+    assert _calls("deberta") == [
+        ((4, 5, 8, d), (4, 5, 16, d), (4, 5, 8, 16), False),
+        ((4, 1, 8, wide), (4, 1, 28, wide), None, False),
+        ((4, 3, 8, wide), (4, 3, 24, wide), None, False),
+        ((4, 1, 8, wide), (4, 1, 28, wide), None, False),
     ]
+
+
+def test_causal_far_behind_alone(monkeypatch):
+    """The causal rule at n = 40, blocks of 8: the windows cut to ``F = L = 5``
+    columns (``W = 12``), far-behind keys alone, block ``t`` against ``8 t - 4``
+    of them (none for block 0), one call a block."""
+    monkeypatch.setattr(banded, "BLOCK", 8)
+    d = HIDDEN // HEADS
+    wide = -(-(d + 3) // banded.STEP) * banded.STEP
+    assert _calls("deberta", causal=True) == [
+        ((4, 5, 8, d), (4, 5, 12, d), (4, 5, 8, 12), False),
+        *(((4, 1, 8, wide), (4, 1, 8 * t - 4, wide), None, False) for t in range(1, 5)),
+    ]
+
+
+def test_far_sides_without_p2c(monkeypatch):
+    """Shaw at n = 40 (``L = 4``, ``F = 7``), blocks of 8 (``W = 14``): no p2c, so
+    the far keys keep their width ``d`` and each block meets its far-behind and
+    its far-ahead keys in two calls (c2p on their log-sum-exps): block ``t``
+    against ``8 t - 3`` keys behind and ``29 - 8 t`` ahead, none where that is 0."""
+    monkeypatch.setattr(banded, "BLOCK", 8)
+    d = HIDDEN // HEADS
+    far = []
+    for t in range(5):
+        far += [((4, 1, 8, d), (4, 1, keys, d), None, False)
+                for keys in (8 * t - 3, 29 - 8 * t) if keys > 0]
+    assert _calls("shaw") == [((4, 5, 8, d), (4, 5, 14, d), (4, 5, 8, 14), False), *far]

@@ -1,47 +1,63 @@
-"""Clipped position terms as a band and two far fields: nothing ``n x n``.
+"""Clipped position terms as windows and far rectangles: nothing ``n x n``.
 
 A scheme that clips its distances (DeBERTa, Shaw) gives every distance beyond the
 reach ``L`` the row of its edge: a key far behind its query (``i - j >= L``)
 reads row ``lookup[2L]``, a key far ahead (``i - j <= -L``) row ``lookup[0]``.
 There c2p, ``q_i . K[edge]``, is one number per query, and p2c, ``k_j .
-Q[edge]``, one number per key. A number per key is one more dimension of the
-keys: ``[q_i, 1] . [k_j, b_j] = q_i . k_j + b_j``; a number per query adds the same
-logit to all of the query's keys in the field, so it leaves the field's output
-as it is and adds itself to its log-sum-exp. Each far field is then plain
-attention under the causal rule, on sequences shifted by ``L`` (query ``i``
-reads the keys ``j <= i - L``), which torch's fused kernel computes without
-building its scores, and it returns its log-sum-exp. The far-ahead field is the
-same on reversed sequences. Only the *band* ``|i - j| < L`` reads the table's
-other rows: ``F = 2L - 1`` keys a query, linear in ``n``. In band columns (query
-``a``, column ``f``: the key at distance ``L - 1 - f``) c2p is every query
-against the ``F`` rows, ``(i, F)``, and p2c every key against them read along a
-diagonal, a strided view. A block of ``BLOCK`` queries meets a window of ``W = B
-+ F - 1`` keys; its band, padded with ``-inf`` and read ``W`` a row, is the
-skewed mask of the fused kernel for the block (Transformer-XL's relative shift
-again, ``relpos.backends.strided``), and all blocks of a chunk are one call,
-which returns the band's log-sum-exp too. The three parts are merged exactly by
-their log-sum-exps (``out = sum_r exp(lse_r - lse) out_r``).
+Q[edge]``, one number per key. Only the *band* ``|i - j| < L`` reads the table's
+other rows: ``F = 2L - 1`` keys a query.
 
-Shaw's relative values come out of the same pieces with linear memory: in the
-band each pair's probability weighs its value row, and each far field's total
-probability, ``exp(lse_r - lse)``, weighs its edge's value row.
+The queries go in blocks of ``B``. A block meets a *window* of ``W = B + F - 1``
+keys, those in the band of any of its queries; every key before the window is far
+behind *every* query of the block, every key after it far ahead. Numbers per query
+and per key are more dimensions of the fused kernel: ``[q_i, c_i, c'_i, 1] .
+[k_j, 1, 0, b_j]`` far behind and ``[k_j, 0, 1, b'_j]`` far ahead (``c``: c2p,
+``b``: p2c at each edge). With the keys laid out twice, far-ahead form then
+far-behind form, a block's far keys are one slice: from the key after its window
+(first copy) to the key before it (second copy). Its *far rectangle*: no mask, no
+causal rule, torch's fused kernel at its plain speed; every block whose window
+lies inside the sequence has ``n - W`` far keys, so all of them are one call on
+a strided view of the keys.
 
-A causal decoder has no far-ahead field. With a cache (queries ``t, ...`` against
-keys ``0, ...``) the far-behind field also holds keys every query reads: a
-rectangle beside its triangle, one more part of the merge.
+The window is one call of the fused kernel too, its mask ``B x W``: in band columns
+(query ``a``, column ``f``: the key at distance ``L - 1 - f``), ``GROUP`` rows at
+a time, c2p, the queries against the rows, plus p2c, the keys against them read
+along a diagonal; each row padded with ``B`` entries and the whole read ``W`` a
+row (the skewed view of ``relpos.backends.strided``). A row's ``B`` entries are
+the pairs of the window outside the band: its own far ahead, then the next row's
+far behind, each an edge's c2p plus its p2c. The window's and the far rectangle's
+outputs are merged exactly by their log-sum-exps (``out = sum_r exp(lse_r - lse)
+out_r``), which the kernel returns.
+
+Without p2c (Shaw, c2p alone) the far keys need no more dimensions: a block meets
+its far-behind and its far-ahead slices in two calls, each side's c2p added to its
+log-sum-exp. Shaw's relative values come out of the same pieces with linear
+memory: in the window each pair's probability weighs its row (an edge's outside the
+band, summed over the tails); a far side's probabilities sum to 1, so its output
+gains its edge's row (with p2c, the far values carry two more columns, 1 behind
+and 1 ahead, whose outputs are each edge's share).
+
+A causal decoder has no far ahead: its far rectangle is the far-behind slice alone
+(one call a block, their lengths differ), and the window's columns past the
+causal rule are ``-inf``. A cache (queries ``t, ...`` against keys ``0, ...``)
+only moves the windows.
 
 When it applies (:func:`applies`): the rules of ``relpos.backends.strided`` (the
 CPU, outside ``torch.compile``, without autograd, positions one shared
 progression, no mask but the causal rule), for terms of a projected table
 (DeBERTa and its variants, any lookup: only the band reads rows other than the
 edges) or key rows (Shaw), with or without value rows, and nothing else added to
-the logits; with the causal rule, the far-ahead field empty and the far-behind
-one inside it. And only where it pays: ``n_k > WIDTHS * (2L - 1)``.
+the logits; with the causal rule, no far ahead. And only where it pays: ``n_k >
+WIDTHS * (2L - 1)``.
 
 Shapes:
     query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``; output: ``(b, h, i, d)``
-    the band's mask: ``(b blocks, h, B, W)`` per chunk, ``W = B + F - 1``
-    the rows' scores: ``(b, h, F, B)`` per chunk and ``(b, h, F, j + F - 1)``
+    a call's blocks: ``(b h, blocks, B, d)``, views; the window's keys ``(b h,
+    blocks, W, d)`` and mask ``(b h, blocks, B, W)``; with p2c the far keys ``(b,
+    h, 2j, d')``, ``d' >= d + 3``, and a call's view of them ``(b h, blocks, j - W,
+    d')``
+    the rows' scores, per chunk and ``GROUP`` rows: c2p ``(b, h, B, GROUP)``, p2c
+    ``(b, h, B + GROUP - 1, GROUP)``
 """
 
 from __future__ import annotations
@@ -56,19 +72,33 @@ from .registry import PositionTerms
 from .strided import progression_start
 from .terms import projected_rows
 
-#: Queries per block of the band: each block scores its queries against a window
-#: of ``BLOCK + 2L - 2`` keys, of which ``2L - 1`` a query are in the band.
-BLOCK = 128
+#: Queries per block: each block meets a window of ``BLOCK + 2L - 2`` keys under a
+#: mask and the rest, its far keys, without one. At n = 2048, ``k = 256``: 128 left
+#: the kernel's far calls 1.4x slower a pair than one square (its query tiles are
+#: 32 rows below 192 queries, 64 from 192), 256 and 512 about as fast, 768 slower
+#: (its windows' work grows faster than the far calls' shrinks).
+BLOCK = 256
 
-#: Queries per chunk of the band (one call of the fused kernel): its buffers, the
-#: blocks' mask and the c2p scores, stay this size whatever the length (at ``k =
-#: 256``, 12 heads: 4 MB); chunks of 512 were no faster at n = 2048.
+#: Queries per chunk of the windows (one call of the fused kernel, at least one
+#: block): its buffers, the blocks' mask and band, stay this size whatever the
+#: length (at ``k = 256``, 12 heads, one block of 256: 16 MB; 25 MB with Shaw's
+#: values); two blocks a call were no faster at n = 2048.
 CHUNK = 128
 
-#: The band pays where the keys outnumber its width this many times: measured at
-#: ``k = 256`` on one thread, it loses to the general path at 1.2 and 1.56 widths
-#: (DeBERTa at n = 600, 800) and wins from 1.56 (log buckets at n = 1600) on.
-WIDTHS = 1.75
+#: The windows and far rectangles pay where the keys outnumber the band's width
+#: this many times: measured at ``k = 256`` on 2 threads against the general path,
+#: DeBERTa loses at 1.5 widths (n = 768) and wins at 1.75, Shaw wins from 1.5, log
+#: buckets from 1.25 (n = 1280; 1.2x faster at 1.5).
+WIDTHS = 1.5
+
+#: Band rows a matmul: c2p, a block's queries against ``GROUP`` rows, and p2c, its
+#: ``B + GROUP - 1`` keys against them, of which one diagonal is read (no ``(F, n)``
+#: array of scores; 32 and 128 were slower at n = 2048).
+GROUP = 64
+
+#: The far keys' width ``d' >= d + 3`` is a multiple of this (the kernel is
+#: slower at odd widths).
+STEP = 4
 
 #: torch's fused CPU kernel with its log-sum-exp (private; None where a torch
 #: version lacks it, and then the general path serves every call).
@@ -167,7 +197,7 @@ def attend(
     scale: float,
     dropout_p: float,
 ) -> torch.Tensor:
-    """Attention as a band and two far fields merged by their log-sum-exps (call
+    """Attention as windows and far rectangles merged by their log-sum-exps (call
     :func:`applies` first; ``dropout_p`` must be 0).
 
     Shapes:
@@ -180,78 +210,136 @@ def attend(
     width = 2 * reach - 1  # the causal rule keeps f <= j - i - offset + L - 1
     width = min(width, j - i - offset + reach) if causal else width
     rows = _rows(terms, scale, query.dtype, width)
-    parts = [(0, *_band(query, key, value, rows, offset, reach, scale))]
-    behind = offset - reach  # query a reads the keys c <= a + behind
-    parts += _far(query, key, value, rows, 0, behind, scale)
-    if not causal:
-        ahead = j - i - offset - reach  # the same on reversed sequences
-        flipped = [tensor.flip(-2) for tensor in (query, key, value)]
-        for _, out, lse in _far(*flipped, rows, 1, ahead, scale):
-            parts.append((0, out.flip(-2), lse.flip(-1)))  # queries 0, ...
-    return _merge(parts, i)
-
-
-def _band(query, key, value, rows, offset, reach, scale):
-    """The band: blocks of ``B`` queries, each against its window of ``W = B + F -
-    1`` keys, the position terms a skewed mask of torch's fused kernel; a chunk of
-    blocks at a time.
-
-    Query ``a`` meets key ``c = a + offset - L + 1 + f`` at band column ``f``
-    (distance ``L - 1 - f``); block row ``r`` meets window column ``w = r + f``.
-    The causal rule cuts the band's columns (``F <= 2L - 1``); keys before the
-    first or after the last are ``-inf``.
-
-    Shapes:
-        query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``
-        output: ``(b, h, i, d)`` and ``(b, h, i)``
-    """
-    i, j = query.shape[-2], key.shape[-2]
-    width = rows.width
     size = min(BLOCK, i)
-    chunk = size * max(1, CHUNK // BLOCK)
     padded = -(-i // size) * size
-    start = offset - reach + 1  # the key of query 0's column 0
-    key, value = (_keys(tensor, start, padded + width - 1) for tensor in (key, value))
-    scored = None  # p2c: every key against every band row
-    if rows.query_band is not None:
-        scored = rows.query_band @ key.transpose(-1, -2)  # (b, h, F, c)
-    outs, lses = [], []
-    for top in range(0, i, chunk):
-        bottom = min(i, top + chunk)
-        blocks = -(-(bottom - top) // size)
-        keys = slice(top, top + blocks * size + width - 1)
-        bias = _band_bias(query[:, :, top:bottom], scored, top, rows)  # (b, h, r, F)
-        _outside(bias, start + top, j)
-        out, lse = _band_blocks(
-            query[:, :, top:bottom], key[:, :, keys], value[:, :, keys], bias, rows,
-            size, scale,
-        )
-        outs.append(out)
-        lses.append(lse)
-    return torch.cat(outs, -2), torch.cat(lses, -1)
+    if padded > i:  # the last block filled up with queries of no use
+        query = F.pad(query, (0, 0, 0, padded - i))  # (b, h, blocks B, d)
+    query = query.contiguous()  # its blocks are views
+    edges = _Edges(
+        None if rows.key_edges is None  # (b, h, blocks B, 2)
+        else torch.einsum("bhid,hed->bhie", query, rows.key_edges),
+        None if rows.query_edges is None  # (b, h, j, 2)
+        else torch.einsum("bhjd,hed->bhje", key, rows.query_edges),
+    )
+    start = offset - reach + 1  # block t's window: keys start + t B + (0, ..., W - 1)
+    near, near_lse = _near(
+        query, key, value, rows, edges, start, i, size, causal, scale
+    )
+    far, far_lse = (_far if edges.keys is not None else _far_sides)(
+        query, key, value, rows, edges, start, size, causal, scale
+    )
+    total = torch.logaddexp(near_lse, far_lse)  # (b, h, blocks B)
+    out = near.mul_((near_lse - total).exp_()[..., None])
+    out += far * (far_lse - total).exp_()[..., None]
+    return out[:, :, :i]
 
 
-def _band_blocks(query, key, value, bias, rows, size, scale):
-    """One chunk of the band (:func:`_band`), its blocks a batch of the fused kernel.
+class _Edges(NamedTuple):
+    """c2p of every query and p2c of every key at the two edges (far behind, far
+    ahead), scaled.
 
     Shapes:
-        query: ``(b, h, i, d)``; key, value: ``(b, h, blocks B + F - 1, d)``
-        bias: ``(b, h, i, F)``; output: ``(b, h, i, d)`` and ``(b, h, i)``
+        queries: ``(b, h, i, 2)`` or None; keys: ``(b, h, j, 2)`` or None
     """
-    b, _, i, _ = query.shape
-    blocks = -(-i // size)
-    window = size + rows.width - 1
-    if blocks * size > i:  # the last block filled up with queries of no use
-        bias = F.pad(bias, (0, 0, 0, blocks * size - i))  # (b, h, blocks B, F)
-        query = F.pad(query, (0, 0, 0, blocks * size - i))
-    mask = _skewed(bias, size, window)  # (b blocks, h, B, W)
-    stacked = _by_block(query, size)
-    keys, values = (_windows(tensor, size, window) for tensor in (key, value))
-    out, lse = _flash(stacked, keys, values, attn_mask=mask, scale=scale)
-    if rows.value_band is not None:
-        out = out + _value_term(stacked, keys, bias, lse, rows, scale)
-    out = _from_blocks(out, b)[:, :, :i]  # (b, h, i, d)
-    return out, _from_blocks(lse[..., None], b)[:, :, :i, 0]
+
+    queries: torch.Tensor | None
+    keys: torch.Tensor | None
+
+
+def _near(query, key, value, rows, edges, start, i, size, causal, scale):
+    """The windows: blocks of ``B`` queries, each against its ``W = B + F - 1``
+    keys under a mask (:func:`_mask`); a chunk of blocks a call.
+
+    Shapes:
+        query: ``(b, h, blocks B, d)``; key, value: ``(b, h, j, d)``
+        output: ``(b, h, blocks B, d)`` and ``(b, h, blocks B)``
+    """
+    b, h, padded, d = query.shape
+    j, width = key.shape[-2], rows.width
+    window = size + width - 1
+    chunk = min(padded, size * max(1, CHUNK // size))
+    span = padded + width - 1  # the keys of all windows
+    key, value = (_keys(tensor, start, span) for tensor in (key, value))
+    far_queries = _edge_queries(edges.queries, query)  # (b, h, 2, blocks B + 1)
+    far_keys = _far_keys_by_block(  # (b, h, blocks, 2B)
+        _edge_keys(edges.keys, query, start, span, size, j, causal),
+        padded // size, size, width,
+    )
+    buffers = (  # the chunk's mask and Shaw's scores, the same memory each chunk
+        query.new_empty(b, h, chunk // size, size, width + size),
+        None if rows.value_band is None
+        else query.new_empty(b * h, chunk // size, size, window),
+    )
+    near = query.new_empty(b, h, padded, d)
+    near_lse = query.new_empty(b, h, padded)
+    outs, lses = (
+        tensor.view(b * h, padded // size, size, -1)
+        for tensor in (near, near_lse[..., None])
+    )  # (b h, blocks, B, d or 1)
+    for top in range(0, padded, chunk):
+        blocks = (min(padded, top + chunk) - top) // size
+        mask = _mask(
+            query, key, far_queries, far_keys, rows, buffers[0], top, blocks, start, i,
+            j,
+        )  # (b h, blocks, B, W)
+        found = [
+            _strided_blocks(tensor, first, blocks, length, size)
+            for tensor, first, length in (
+                (query, top, size), (key, top, window), (value, top, window)
+            )
+        ]  # (b h, blocks, B or W, d)
+        out, lse = _flash(*found, attn_mask=mask, scale=scale)
+        if rows.value_band is not None:
+            scores = buffers[1][:, :blocks]  # (b h, blocks, B, W)
+            out = out + _value_term(*found[:2], mask, lse, rows, scale, scores)
+        outs[:, top // size : top // size + blocks] = out
+        lses[:, top // size : top // size + blocks, :, 0] = lse
+    return near, near_lse
+
+
+def _mask(query, key, far_queries, far_keys, rows, buffer, top, blocks, start, i, j):
+    """The windows' mask for the blocks from query ``top`` on: in band columns
+    (query ``a`` meets key ``start + a + f`` at column ``f``, distance ``L - 1 -
+    f``), ``GROUP`` rows at a time, c2p the queries against them plus p2c the keys
+    against them read along a diagonal; each row then its ``B`` entries
+    of :func:`_tail`, the whole read ``W`` a row (block row ``r`` meets window
+    column ``w = r + f``). Keys before the first or after the last are ``-inf``;
+    queries from ``i`` on are padding.
+
+    Shapes:
+        query: ``(b, h, blocks B, d)``; key: ``(b, h, span, d)`` (from key ``start``)
+        buffer: ``(b, h, t, B, F + B)``, ``t >= blocks``
+        output: ``(b h, blocks, B, W)``
+    """
+    b, h, _, d = query.shape
+    size, width = buffer.shape[-2], rows.width
+    queries = blocks * size
+    padded = buffer[:, :, :blocks]  # (b, h, t, B, F + B)
+    band = padded[..., :width].view(b, h, queries, width)  # (b, h, t B, F)
+    for first in range(0, width, GROUP):
+        columns = slice(first, first + min(GROUP, width - first))
+        parts = []
+        if rows.key_band is not None:  # c2p: the queries against the rows
+            parts.append(query[:, :, top : top + queries] @ (
+                rows.key_band[:, columns].transpose(-1, -2)
+            ))  # (b, h, t B, g)
+        if rows.query_band is not None:  # p2c: keys top + first + ... against them
+            group = columns.stop - first
+            scored = key[:, :, top + first : top + first + queries + group - 1] @ (
+                rows.query_band[:, columns].transpose(-1, -2)
+            )  # (b, h, t B + g - 1, g)
+            parts.append(scored.as_strided(
+                (b, h, queries, group), (*scored.stride()[:2], group, group + 1)
+            ))  # (b, h, t B, g): entry (a, f) is key top + a + first + f
+        if len(parts) == 2:
+            torch.add(*parts, out=band[..., columns])
+        else:
+            band[..., columns] = parts[0]
+    _outside(band[:, :, : max(0, i - top)], start + top, j)
+    _tail(far_queries, far_keys, top, blocks, padded[..., width:])  # (b, h, t, B, B)
+    window = size + width - 1
+    flat = padded.reshape(b * h, blocks, size * (width + size))[..., : size * window]
+    return flat.view(b * h, blocks, size, window)
 
 
 def _keys(tensor: torch.Tensor, start: int, span: int) -> torch.Tensor:
@@ -264,29 +352,6 @@ def _keys(tensor: torch.Tensor, start: int, span: int) -> torch.Tensor:
     inside = tensor[:, :, max(0, start) : max(0, min(j, start + span))]
     left = min(span, max(0, -start))
     return F.pad(inside, (0, 0, left, span - left - inside.shape[-2]))
-
-
-def _band_bias(query, scored, top, rows) -> torch.Tensor:
-    """c2p and p2c in band columns: ``q_a . K[f] + k_{top + a + f} . Q[f]`` (keys
-    from the band's first), built as ``(F, i)``: p2c is read along the diagonal
-    ``(f, top + a + f)`` of every key's scores, a view with strides ``(c + 1, 1)``.
-
-    Shapes:
-        query: ``(b, h, i, d)``; scored: ``(b, h, F, c)`` or None
-        output: ``(b, h, i, F)``, a transposed view
-    """
-    b, h, i, _ = query.shape
-    width = rows.width
-    bias = None
-    if rows.key_band is not None:
-        bias = rows.key_band @ query.transpose(-1, -2)  # (b, h, F, i)
-    if scored is not None:
-        diagonal = scored.as_strided(
-            (b, h, width, i), (*scored.stride()[:2], scored.shape[-1] + 1, 1),
-            scored.storage_offset() + top,
-        )  # (b, h, F, i): entry (f, a) is key top + a + f's score against row f
-        bias = diagonal.clone() if bias is None else bias.add_(diagonal)
-    return bias.transpose(-1, -2)  # (b, h, i, F)
 
 
 def _outside(bias: torch.Tensor, start: int, keys: int) -> None:
@@ -308,154 +373,274 @@ def _outside(bias: torch.Tensor, start: int, keys: int) -> None:
             found.masked_fill_((key < 0) | (key >= keys), float("-inf"))
 
 
-def _skewed(bias: torch.Tensor, size: int, window: int) -> torch.Tensor:
-    """Band columns to window columns: block row ``r``, column ``w = r + f`` holds
-    ``bias[r, f]``, the rest ``-inf``. Each row padded with ``B`` entries of
-    ``-inf`` is ``W + 1`` long; read ``W`` a row, row ``r`` starts ``r`` later.
+def _edge_queries(per_query, query):
+    """Each query's c2p at the two edges (0 without c2p), and an entry of 0 after
+    the last query.
 
     Shapes:
-        bias: ``(b, h, blocks B, F)``; output: ``(b blocks, h, B, W)``
+        per_query: ``(b, h, i, 2)`` or None; output: ``(b, h, 2, i + 1)``
     """
-    b, h, n, width = bias.shape
-    blocks = n // size
-    padded = bias.new_empty(b, blocks, h, size, size + width)  # (b, t, h, B, B + F)
-    padded[..., width:] = -torch.inf
-    padded[..., :width] = bias.view(b, h, blocks, size, width).transpose(1, 2)
-    flat = padded.view(b * blocks, h, size * (size + width))[..., : size * window]
-    return flat.view(b * blocks, h, size, window)
-
-
-def _by_block(tensor: torch.Tensor, size: int) -> torch.Tensor:
-    """Blocks of ``B`` rows as a batch.
-
-    Shapes:
-        tensor: ``(b, h, blocks B, d)``; output: ``(b blocks, h, B, d)``
-    """
-    b, h, n, d = tensor.shape
-    blocks = tensor.view(b, h, n // size, size, d)  # (b, h, blocks, B, d)
-    return blocks.transpose(1, 2).reshape(b * (n // size), h, size, d)
-
-
-def _from_blocks(tensor: torch.Tensor, b: int) -> torch.Tensor:
-    """The inverse of :func:`_by_block`.
-
-    Shapes:
-        tensor: ``(b blocks, h, B, d)``; output: ``(b, h, blocks B, d)``
-    """
-    stacked, h, size, d = tensor.shape
-    blocks = tensor.view(b, stacked // b, h, size, d)  # (b, blocks, h, B, d)
-    return blocks.transpose(1, 2).reshape(b, h, stacked // b * size, d)
-
-
-def _windows(tensor: torch.Tensor, size: int, window: int) -> torch.Tensor:
-    """Block ``t``'s window: rows ``t B, ..., t B + W - 1``.
-
-    Shapes:
-        tensor: ``(b, h, blocks B + F - 1, d)``; output: ``(b blocks, h, W, d)``
-    """
-    b, h, _, d = tensor.shape
-    found = tensor.unfold(2, window, size)  # (b, h, blocks, d, W)
-    blocks = found.shape[2]
-    return found.permute(0, 2, 1, 4, 3).reshape(b * blocks, h, window, d)
-
-
-def _value_term(query, key, bias, lse, rows, scale) -> torch.Tensor:
-    """Shaw's values in the band: each pair's probability, read in band columns
-    (a view with strides ``(W + 1, 1)`` of the block's scores), times its row.
-
-    Shapes:
-        query: ``(b blocks, h, B, d)``; key: ``(b blocks, h, W, d)``
-        bias: ``(b, h, blocks B, F)``; lse: ``(b blocks, h, B)``
-        output: ``(b blocks, h, B, d)``
-    """
-    stacked, h, size, _ = query.shape
-    window, width = key.shape[-2], rows.width
-    scores = (query * scale) @ key.transpose(-1, -2)  # (b t, h, B, W)
-    band = scores.as_strided(
-        (stacked, h, size, width), (*scores.stride()[:2], window + 1, 1)
-    )  # (b t, h, B, F): row r, column f is window column r + f
-    band = band + _by_block(bias, size) - lse[..., None]
-    return torch.einsum("bhif,hfd->bhid", band.exp_(), rows.value_band)
-
-
-def _far(query, key, value, rows, edge, shift, scale):
-    """The far field where query ``a`` reads the keys ``c <= a + shift`` (edge 0:
-    far behind; edge 1: far ahead, on reversed sequences): a triangle under the
-    causal rule and, when ``shift > 0``, the rectangle every query reads.
-
-    Returns ``(top, out, lse)`` for each part: its queries ``top, ..., i - 1``.
-
-    Shapes:
-        output: ``(b, h, i - top, d)`` and ``(b, h, i - top)`` each
-    """
-    i, j = query.shape[-2], key.shape[-2]
-    top = max(0, -shift)
-    if top >= i:
-        return []
-    corner = top + shift  # the triangle's first key, read by query top
-    query = query[:, :, top:]  # (b, h, i - top, d)
-    d = query.shape[-1]
-    wide_query, wide_key, wide_value = _augmented(query, key, value, rows, edge, scale)
-    parts = []
-    if corner < j:
-        last = min(j, corner + i - top)  # query top + r reads keys up to corner + r
-        parts.append(_flash(
-            wide_query, wide_key[:, :, corner:last], wide_value[:, :, corner:last],
-            is_causal=True, scale=scale,
-        ))
-    if corner > 0:
-        end = min(corner, j)
-        parts.append(_flash(
-            wide_query, wide_key[:, :, :end], wide_value[:, :, :end], scale=scale
-        ))
-    shared = None  # c2p: one logit for all of a query's keys in the field
-    if rows.key_edges is not None:
-        shared = torch.einsum("bhid,hd->bhi", query, rows.key_edges[:, edge])
-    found = []
-    for out, lse in parts:
-        out = out[..., :d]  # (b, h, i - top, d)
-        if shared is not None:
-            lse = lse + shared
-        if rows.value_edges is not None:  # the field's probabilities sum to 1
-            out = out + rows.value_edges[None, :, edge, None]  # (b, h, i - top, d)
-        found.append((top, out, lse))
+    b, h, i, _ = query.shape
+    found = query.new_zeros(b, h, 2, i + 1)
+    if per_query is not None:
+        found[..., :i] = per_query.transpose(-1, -2)
     return found
 
 
-def _augmented(query, key, value, rows, edge, scale):
-    """Queries, keys and values for the fused kernel: p2c at the edge as one more
-    dimension, ``scale [q_a, 1 / scale] . [k_c, k_c . Q[edge]]`` (the rows
-    scaled already), the values padded with a zero to the same width.
+def _edge_keys(per_key, query, start, span, size, keys, causal):
+    """Each window key's p2c at the two edges (0 without p2c), ``-inf`` where there
+    is no key and (the causal rule) for the far ahead; ``B`` entries more before,
+    ``2B`` after.
+
+    Entry ``B + w`` is for key ``start + w``.
+
+    Shapes:
+        per_key: ``(b, h, j, 2)`` or None; output: ``(b, h, 2, B + span + 2B)``
+    """
+    b, h = query.shape[:2]
+    found = query.new_full((b, h, 2, size + span + 2 * size), float("-inf"))
+    low, high = max(0, start), min(keys, start + span)  # the keys there are
+    if high > low:
+        inside = found[:, :, : 2 - causal, size + low - start : size + high - start]
+        if per_key is None:
+            inside.zero_()
+        else:
+            inside.copy_(per_key[:, :, low:high, : 2 - causal].transpose(-1, -2))
+    return found
+
+
+def _far_keys_by_block(far_keys, blocks, size, width):
+    """Each block's window keys' p2c in the order the mask's tails read them:
+    entry ``m`` of block ``t`` is far ahead for ``m < B - 1`` (window key ``m + F``),
+    else far behind (window key ``m + 1 - B``).
+
+    Shapes:
+        far_keys: ``(b, h, 2, B + span + 2B)``; output: ``(b, h, blocks, 2B)``
+    """
+    b, h = far_keys.shape[:2]
+    strides = far_keys.stride()
+    found = [
+        far_keys.as_strided(
+            (b, h, blocks, 2 * size), (*strides[:2], size, 1),
+            far_keys.storage_offset() + edge * strides[2] + first,
+        )  # (b, h, blocks, 2B)
+        for edge, first in ((0, 1), (1, size + width))
+    ]
+    return torch.where(torch.arange(2 * size) < size - 1, found[1], found[0])
+
+
+def _tail(far_queries, by_block, top, blocks, out):
+    """The ``B`` entries after each row's band, written in ``out``: row ``r``'s far
+    ahead (window columns ``r + F, ..., W - 1``), then row ``r + 1``'s far behind
+    (columns ``0, ..., r``), an edge's c2p plus its p2c. Entry ``x`` of row ``r``
+    is far ahead where ``m = r + x < B - 1``, and its p2c entry ``m`` of
+    :func:`_far_keys_by_block` (read along anti-diagonals).
+
+    Shapes:
+        far_queries: ``(b, h, 2, i + 1)``; by_block: ``(b, h, t, 2B)``
+        out: ``(b, h, blocks, B, B)`` for the blocks from query ``top`` on
+    """
+    b, h, _, size, _ = out.shape
+    queries = blocks * size
+    found = by_block[:, :, top // size :]
+    keys = found.as_strided(
+        out.shape, (*found.stride()[:3], 1, 1), found.storage_offset()
+    )  # (b, h, blocks, B, B): entry (r, x) is entry r + x of the block's
+    ahead = torch.arange(size)[:, None] + torch.arange(size) < size - 1  # (B, B)
+    per_query = [
+        far_queries[:, :, edge, first : first + queries].view(b, h, blocks, size, 1)
+        for edge, first in ((0, top + 1), (1, top))
+    ]  # far behind: query a + 1; far ahead: query a
+    torch.add(torch.where(ahead, per_query[1], per_query[0]), keys, out=out)
+
+
+def _strided_blocks(tensor, first: int, blocks: int, length: int, step: int):
+    """Rows ``first + t step, ..., first + t step + length - 1`` for each block
+    ``t``, a batch of views (they overlap where ``length > step``).
+
+    Shapes:
+        tensor: ``(b, h, n, d)``; output: ``(b h, blocks, length, d)``
+    """
+    b, h, _, d = tensor.shape
+    if tensor.stride(-1) != 1 or (b > 1 and tensor.stride(0) != h * tensor.stride(1)):
+        tensor = tensor.contiguous()
+    rows, heads = tensor.stride(2), tensor.stride(1)
+    return tensor.as_strided(
+        (b * h, blocks, length, d), (heads, step * rows, rows, 1),
+        tensor.storage_offset() + first * rows,
+    )
+
+
+def _value_term(query, key, mask, lse, rows, scale, probs) -> torch.Tensor:
+    """Shaw's values in the windows: each pair's probability times its row, read
+    in band columns (a view with strides ``(W + 1, 1)`` of the probabilities), and
+    each edge's probability times the edge's row, summed over the tails (the ``B``
+    entries after each row's band: its far ahead, then the next row's far behind).
+
+    Shapes:
+        query: ``(b h, t, B, d)``; key, mask: ``(b h, t, W, d)``, ``(b h, t, B, W)``
+        lse: ``(b h, t, B)``; probs (written): ``(b h, t, B, W)``
+        output: ``(b h, t, B, d)``
+    """
+    heads, blocks, size, d = query.shape
+    window, width = key.shape[-2], rows.width
+    h = rows.value_band.shape[0]
+    torch.matmul(query * scale, key.transpose(-1, -2), out=probs)  # (b h, t, B, W)
+    probs = probs.add_(mask).sub_(lse[..., None]).exp_()
+    strides = probs.stride()[:2]
+    band = probs.as_strided((heads, blocks, size, width), (*strides, window + 1, 1))
+    band = band.view(heads // h, h, blocks, size, width)  # (b, h, t, B, F)
+    out = torch.einsum("bhtif,hfd->bhtid", band, rows.value_band)
+    tails = probs.as_strided(
+        (heads, blocks, size - 1, size), (*strides, window + 1, 1),
+        probs.storage_offset() + width,
+    )  # (b h, t, B - 1, B): rows 0, ..., B - 2 (the last row's tail is none)
+    ahead = torch.arange(size - 1)[:, None] + torch.arange(size) < size - 1
+    ahead = (tails * ahead).sum(-1)  # (b h, t, B - 1): rows 0, ..., B - 2
+    behind = tails.sum(-1) - ahead  # rows 1, ..., B - 1
+    for edge, total in enumerate((F.pad(behind, (1, 0)), F.pad(ahead, (0, 1)))):
+        total = total.view(heads // h, h, blocks, size, 1)  # (b, h, t, B, 1)
+        out += total * rows.value_edges[:, None, None, edge]  # (h, 1, 1, d)
+    return out.reshape(heads, blocks, size, d)
+
+
+def _far(query, key, value, rows, edges, start, size, causal, scale):
+    """The far rectangles: block ``t`` against the keys outside its window, its
+    far-ahead keys (form ``[k, 0, 1, b']``) then its far-behind ones (``[k, 1, 0,
+    b]``) one slice of the keys laid out twice; a run of blocks with slices as
+    long, each ``B`` keys on, one call.
+
+    Shapes:
+        query: ``(b, h, blocks B, d)``; key, value: ``(b, h, j, d)``
+        output: ``(b, h, blocks B, d)`` and ``(b, h, blocks B)`` (``-inf``: no
+        far keys)
+    """
+    b, h, padded, d = query.shape
+    j, window = key.shape[-2], size + rows.width - 1
+    wide_query, wide_key, wide_value = _wide(
+        query, key, value, rows, edges, causal, scale
+    )
+    out = query.new_zeros(b, h, padded, wide_key.shape[-1])
+    lse = query.new_full((b, h, padded), float("-inf"))
+    runs = []  # (first block, blocks, first key, keys)
+    for block in range(padded // size):
+        low = start + block * size  # the window's first key
+        behind = min(max(low, 0), j)
+        first = 0 if causal else min(max(low + window, 0), j)  # ahead: first, ...
+        length = behind if causal else j - first + behind
+        last = runs[-1] if runs else None
+        if last and last[3] == length and last[2] + last[1] * size == first:
+            runs[-1] = (last[0], last[1] + 1, last[2], length)
+        elif length:
+            runs.append((block, 1, first, length))
+    outs, lses = (
+        tensor.view(b * h, padded // size, size, -1) for tensor in (out, lse[..., None])
+    )  # (b h, blocks, B, d' or 1)
+    for block, blocks, first, length in runs:
+        found, found_lse = _flash(
+            _strided_blocks(wide_query, block * size, blocks, size, size),
+            *(
+                _strided_blocks(tensor, first, blocks, length, size)
+                for tensor in (wide_key, wide_value)
+            ),
+            scale=scale,
+        )  # (b h, blocks, B, d'), (b h, blocks, B)
+        outs[:, block : block + blocks] = found
+        lses[:, block : block + blocks, :, 0] = found_lse
+    if rows.value_edges is not None:  # each edge's share of the far probability
+        shares = out[..., d : d + 2, None]  # (b, h, blocks B, 2, 1)
+        out[..., :d] += (shares * rows.value_edges[:, None]).sum(-2)
+    return out[..., :d], lse
+
+
+def _far_sides(query, key, value, rows, edges, start, size, causal, scale):
+    """The far rectangles without p2c (Shaw, c2p alone): each block against its
+    far-behind keys and, apart, its far-ahead ones, on the keys as they are; each
+    side's c2p added to its log-sum-exp, and its edge's value row to its output
+    (its probabilities sum to 1), the sides merged by their log-sum-exps.
+
+    Shapes:
+        query: ``(b, h, blocks B, d)``; key, value: ``(b, h, j, d)``
+        output: ``(b, h, blocks B, d)`` and ``(b, h, blocks B)`` (``-inf``: no
+        far keys)
+    """
+    b, h, padded, d = query.shape
+    j, window = key.shape[-2], size + rows.width - 1
+    out = query.new_zeros(b, h, padded, d)
+    lse = query.new_full((b, h, padded), float("-inf"))
+    outs, lses = (
+        tensor.view(b * h, padded // size, size, -1) for tensor in (out, lse[..., None])
+    )  # (b h, blocks, B, d or 1)
+    for block in range(padded // size):
+        low = start + block * size  # the window's first key
+        rows_at = slice(block * size, (block + 1) * size)
+        sides = [(0, 0, min(max(low, 0), j))]  # (edge, first key, keys)
+        if not causal:
+            first = min(max(low + window, 0), j)
+            sides.append((1, first, j - first))
+        for edge, first, length in sides:
+            if not length:
+                continue
+            found, found_lse = _flash(
+                _strided_blocks(query, block * size, 1, size, size),
+                *(_strided_blocks(t, first, 1, length, size) for t in (key, value)),
+                scale=scale,
+            )  # (b h, 1, B, d), (b h, 1, B)
+            found, found_lse = found[:, 0], found_lse[:, 0]  # (b h, B, d), (b h, B)
+            if edges.queries is not None:  # c2p: one logit for the side's keys
+                shared = edges.queries[:, :, rows_at, edge]  # (b, h, B)
+                found_lse = found_lse + shared.reshape(b * h, size)
+            if rows.value_edges is not None:
+                edge_row = rows.value_edges[:, edge]  # (h, d)
+                found = (found.view(b, h, size, d) + edge_row[:, None]).flatten(0, 1)
+            total = torch.logaddexp(lses[:, block, :, 0], found_lse)  # (b h, B)
+            outs[:, block] *= (lses[:, block, :, 0] - total).exp()[..., None]
+            outs[:, block] += found * (found_lse - total).exp()[..., None]
+            lses[:, block, :, 0] = total
+    return out, lse
+
+
+def _wide(query, key, value, rows, edges, causal, scale):
+    """Queries ``[q, c / s, c' / s, 1 / s]``, keys laid out twice, ``[k, 0, 1, b']``
+    then ``[k, 1, 0, b]`` (causal: the second alone), values ``[v, 0, 1]`` then
+    ``[v, 1, 0]`` (Shaw's) or ``[v]``, zeros up to a width ``d'``, a multiple of
+    ``STEP``; ``s`` the scale the kernel multiplies by.
 
     Shapes:
         query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``
-        output: ``(b, h, i, d')``, ``(b, h, j, d')`` twice; ``d' = d`` or ``d + 1``
+        output: ``(b, h, i, d')``, ``(b, h, 2j or j, d')`` twice
     """
-    if rows.query_edges is None:
-        return query, key, value
-    per_key = torch.einsum("bhjd,hd->bhj", key, rows.query_edges[:, edge])
-    query = torch.cat([query, query.new_full((*query.shape[:-1], 1), 1 / scale)], -1)
-    key = torch.cat([key, per_key[..., None]], -1)  # (b, h, j, d + 1)
-    return query, key, F.pad(value, (0, 1))
+    b, h, i, d = query.shape
+    j = key.shape[-2]
+    wide = -(-(d + 3) // STEP) * STEP
+    forms = 1 if causal else 2  # far ahead, far behind
+    wide_query = query.new_empty(b, h, i, wide)
+    wide_query[..., d:] = 0
+    wide_query[..., :d] = query
+    if edges.queries is not None:
+        wide_query[..., d : d + 2] = edges.queries / scale
+    if edges.keys is not None:
+        wide_query[..., d + 2] = 1 / scale
+    wide_key = key.new_empty(b, h, forms, j, wide)
+    wide_key[..., d:] = 0
+    wide_key[..., :d] = key[:, :, None]
+    wide_key[:, :, -1, :, d] = 1  # far behind
+    if not causal:
+        wide_key[:, :, 0, :, d + 1] = 1  # far ahead
+    if edges.keys is not None:
+        wide_key[:, :, -1, :, d + 2] = edges.keys[..., 0]
+        if not causal:
+            wide_key[:, :, 0, :, d + 2] = edges.keys[..., 1]
+    wide_value = value.new_empty(b, h, forms, j, wide)
+    wide_value[..., d:] = 0
+    wide_value[..., :d] = value[:, :, None]
+    if rows.value_edges is not None:
+        wide_value[..., d : d + 2] = wide_key[..., d : d + 2]
+    return (
+        wide_query,
+        wide_key.view(b, h, forms * j, wide),
+        wide_value.view(b, h, forms * j, wide),
+    )
 
 
-def _merge(parts, queries: int) -> torch.Tensor:
-    """The parts' outputs weighed by ``exp(lse_r - lse)``, ``lse`` their total.
-
-    Shapes:
-        parts: ``(top, (b, h, n_r, d), (b, h, n_r))``; output: ``(b, h, i, d)``
-    """
-    _, out, lse = parts[0]
-    total = lse.new_full((*lse.shape[:-1], queries), float("-inf"))  # (b, h, i)
-    for top, _, lse in parts:
-        rows = slice(top, top + lse.shape[-1])
-        total[..., rows] = torch.logaddexp(total[..., rows], lse)
-    merged = out.new_zeros(*out.shape[:-2], queries, out.shape[-1])  # (b, h, i, d)
-    for top, out, lse in parts:
-        rows = slice(top, top + lse.shape[-1])
-        weight = (lse - total[..., rows]).exp_()[..., None]  # (b, h, n_r, 1)
-        merged[..., rows, :] += weight * out
-    return merged
-
-
-__all__ = ["BLOCK", "CHUNK", "WIDTHS", "applies", "attend"]
+__all__ = ["BLOCK", "CHUNK", "GROUP", "STEP", "WIDTHS", "applies", "attend"]

@@ -77,8 +77,8 @@ def attend(
     Causal with nothing else to add: sdpa's own ``is_causal``. Terms of the
     distance alone, at inference on the CPU: a strided view of one vector per
     head, nothing ``n x n`` (``relpos.backends.strided``, which says when).
-    Clipped table or key rows (DeBERTa, Shaw), likewise: a band and two far fields
-    (``relpos.backends.banded``).
+    Clipped table or key rows (DeBERTa, Shaw), likewise: windows of the band and
+    far rectangles (``relpos.backends.banded``).
 
     Shapes:
         query: ``(b, h, i, d)``; key, value: ``(b, h, j, d)``
