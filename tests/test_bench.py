@@ -270,8 +270,13 @@ def test_estimates_cover_the_recorded_peaks():
         estimate = bench.estimate_peak_bytes(row["backend"], row["n"], config)
         assert row["peak_bytes"] <= estimate <= 2 * row["peak_bytes"], row
     backward = bench.BenchConfig(backward=True)
-    forward_only = bench.estimate_peak_bytes("gather", 4096, bench.BenchConfig())
-    assert bench.estimate_peak_bytes("gather", 4096, backward) == 2 * forward_only
+    for backend in ("gather", "transformers"):  # gather's n x n path at n = 1024
+        forward_only = bench.estimate_peak_bytes(backend, 1024, bench.BenchConfig())
+        assert bench.estimate_peak_bytes(backend, 1024, backward) == 2 * forward_only
+    # beyond 1.5 band widths a forward's windows are linear in n, a backward's not
+    windowed = bench.estimate_peak_bytes("gather", 16384, bench.BenchConfig())
+    assert windowed < bench.estimate_peak_bytes("gather", 16384, backward) / 20
+    assert 3.5 < windowed / bench.estimate_peak_bytes("gather", 4096, config) < 4.5
 
 
 @pytest.mark.parametrize(

@@ -62,3 +62,28 @@ def test_the_command_writes_its_json(tmp_path, capsys):
     assert written["kind"] == "kernel shares" and written["config"]["n"] == 32
     assert "shares" in written["command"]
     assert "alibi (gather)" in capsys.readouterr().out
+
+
+def test_the_appendix_shows_the_committed_profile():
+    from pathlib import Path
+
+    from relpos.book import results
+
+    data = results.load("profile_shares.json")
+    text = (Path(__file__).resolve().parents[1] / "book" / "appendix_benchmark.md"
+            ).read_text()
+    assert shares_table(data, top=3) in text
+    cells = {(r["scheme"], r["backend"]): r for r in data["cells"]}
+
+    def fused(cell):  # the fused kernel's time, as a multiple of plain attention
+        row = cells[cell]
+        share = sum(k["share"] for k in row["kernels"] if "scaled_dot" in k["name"])
+        return share * row["time_ratio"]
+
+    ratio = fused(("deberta", "gather")) / fused(("plain", "sdpa"))
+    flat = " ".join(text.split())
+    assert f"its fused calls take {ratio:.2f} times the time" in flat
+    graph = cells["fire", "flex"]["kernels"][0]
+    assert graph["name"].startswith("## Call CompiledFxGraph")
+    assert f"32 hidden units for every score, {graph['share']:.0%} of its" in flat
+    assert data["config"]["n"] == 2048 and data["config"]["threads"] == 2

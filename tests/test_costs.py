@@ -375,7 +375,9 @@ def _quoted(data: dict) -> list[str]:
         f"with c2p and p2c {profile['flex_c2p_p2c'] / profile['sdpa']:.2f} times",
         f"and {best['shaw']['time_ratio']:.2f} times plain attention's time",
         f"it costs {best['transformer_xl']['time_ratio']:.2f}.",
-        f"score: {best['fire']['time_ratio']:.2f} times plain attention",
+        f"of its forward: {best['fire']['time_ratio']:.2f} times plain attention",
+        f"and {ratio('fire', 'gather', 2048):.0f} times on `gather`",
+        f"twice as wide: {best['deberta-buckets']['time_ratio']:.2f}.",
         f"The stored run took {machine['wall_s'] / 60:.0f} minutes",
         f"under a load average of {min(loads):.1f} to {max(loads):.1f}",
     ]

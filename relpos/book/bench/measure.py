@@ -45,6 +45,8 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
+from relpos.backends import banded
+
 from . import models
 from .config import GIB, BenchConfig, check_backends
 from .models import build_module, clear_grads, make_inputs, random_weights, run_pass
@@ -68,7 +70,8 @@ def estimate_peak_bytes(backend: str, n: int, config: BenchConfig) -> int:
     not grow with ``n^2``: measured 963 MiB in all at n = 16384, 12 heads). With
     ``backward`` twice the total (autograd keeps the
     intermediates); ``flex`` on the CPU recomputes its backward by gather, so
-    there it counts as gather.
+    there it counts as gather. ``gather`` on the CPU in a forward alone takes
+    windows and far rectangles beyond 1.5 band widths: linear in ``n``.
     """
     check_backends([backend])
     e = torch.empty((), dtype=config.torch_dtype).element_size()
@@ -78,6 +81,15 @@ def estimate_peak_bytes(backend: str, n: int, config: BenchConfig) -> int:
     linear = b * n * (2 * h * 2 * config.span + 6 * hidden) * e
     if backend == "transformers":
         quadratic = 6 * scores
+    elif backend == "gather" and _windowed(n, config):
+        # the windows and far rectangles (relpos.backends.banded), linear in n: about
+        # twelve (b, n, hidden + 4h) tensors (the projections, the far keys laid out
+        # twice, the outputs; measured 81.6 MiB at n = 2048, 157 at 4096) and two
+        # (b, h, B, B + 2L) masks; no (b, h, n, 2k) row tables
+        reach = config.max_relative_positions
+        window = b * h * banded.BLOCK * (banded.BLOCK + 2 * reach) * e
+        estimate = 12 * b * n * (hidden + 4 * h) * e + 2 * window
+        return 2 * estimate if config.backward else estimate
     elif backend == "gather":
         quadratic = 3 * scores + index
     elif backend == "naive":
@@ -90,6 +102,15 @@ def estimate_peak_bytes(backend: str, n: int, config: BenchConfig) -> int:
         linear += 3 * b * n * hidden * e  # its head-by-head copies of q, k and v
     estimate = quadratic + linear
     return 2 * estimate if config.backward else estimate
+
+
+def _windowed(n: int, config: BenchConfig) -> bool:
+    """Whether ``gather`` takes its windows and far rectangles at length ``n``: on
+    the CPU, in a forward alone, once the keys outnumber the band's width
+    ``banded.WIDTHS`` times (the band reaches ``max_relative_positions``)."""
+    width = 2 * config.max_relative_positions - 1
+    return (config.device == "cpu" and not config.backward
+            and n > banded.WIDTHS * width)
 
 
 def skip_reason(backend: str, n: int, config: BenchConfig) -> str | None:

@@ -178,19 +178,22 @@ def _short(name: str) -> str:
     compiled graph (``flex``'s kernel) as ``compiled graph``."""
     if name.startswith("## Call CompiledFxGraph"):
         return "compiled graph"
+    if "scaled_dot_product" in name:
+        return "sdpa"
     return name.removeprefix("aten::").strip("_")
 
 
 def shares_table(data: dict[str, Any], top: int = 4) -> str:
-    """One line per cell: its ratio to plain and its ``top`` kernels' shares."""
+    """One line per cell: its ratio to plain and its ``top`` kernels' shares
+    (``sdpa``: torch's fused attention kernel)."""
     check_int("top", top, minimum=1)
-    lines = [f"n = {data['config']['n']}, {data['config']['threads']} threads: "
-             "each cell's time as x plain, then its kernels' shares of that time"]
+    lines = [f"n = {data['config']['n']}, {data['config']['threads']} threads: time x "
+             "plain, then each kernel's share of it"]
     for row in data["cells"]:
         parts = ", ".join(
             f"{_short(k['name'])} {k['share']:.0%}" for k in row["kernels"][:top]
         )
-        lines.append(f"{row['scheme'] + ' (' + row['backend'] + ')':<26} "
+        lines.append(f"{row['scheme'] + ' (' + row['backend'] + ')':<25}"
                      f"{row['time_ratio']:5.2f}x  {parts}")
     return "\n".join(lines)
 
