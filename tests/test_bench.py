@@ -20,7 +20,10 @@ from relpos.book.bench.config import MIB
 TINY = dict(
     hidden=32, heads=4, max_relative_positions=8, position_buckets=4, matmul_size=128
 )
-LENGTHS = (64, 128)  # large enough that every forward grows the resident set by whole pages
+# One length, large enough that every forward grows the resident set by whole pages
+# (each backend's memory is measured in a fresh process: the fixture's cost; how
+# the work grows with n is test_roofline.py's)
+LENGTHS = (128,)
 BACKENDS = ("transformers", "naive", "gather")
 
 
@@ -71,9 +74,8 @@ def test_results_follow_the_schema(run):
         fraction = row["roofline_fraction"]
         assert isinstance(fraction, float) and 0 < fraction < math.inf, row
     flops = {(r["backend"], r["n"]): r["flops"] for r in data["results"]}
-    for n in LENGTHS:  # the same work whatever the backend, more at the longer length
+    for n in LENGTHS:  # the same work whatever the backend
         assert len({flops[b, n] for b in BACKENDS}) == 1
-    assert flops["gather", LENGTHS[-1]] > flops["gather", LENGTHS[0]]
 
 
 @pytest.mark.slow
