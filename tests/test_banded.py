@@ -102,11 +102,9 @@ def test_blocks_and_chunks(name, causal, monkeypatch):
         torch.testing.assert_close(fast, general, atol=1e-10, rtol=1e-10)
 
 
-@pytest.mark.parametrize("name", BAND_SCHEMES)
-def test_decoding_with_a_cache(name):
-    """A prompt of 30, then one token at a time: every step takes the band (queries
-    ``t, ...`` against keys ``0, ..., t``: a far-behind rectangle beside its
-    triangle) and gives what the whole sequence gives at once."""
+def decodes_as_the_whole(name: str) -> None:
+    """A prompt of 30, then one token at a time, each step on the band: the whole
+    sequence's output, computed at once on the general path, to 1e-10."""
     made = module(name, causal=True)
     x = torch.randn(2, LENGTH, HIDDEN, dtype=torch.float64)
     with torch.no_grad(), general_path():
@@ -119,6 +117,14 @@ def test_decoding_with_a_cache(name):
             steps.append(made(x[:, t : t + 1], cache=cache))
     assert answers == [True] * (1 + LENGTH - 30)
     torch.testing.assert_close(torch.cat(steps, 1), whole, atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", BAND_SCHEMES)
+def test_decoding_with_a_cache(name):
+    """A prompt of 30, then one token at a time: every step takes the band (queries
+    ``t, ...`` against keys ``0, ..., t``: a far-behind rectangle beside its
+    triangle) and gives what the whole sequence gives at once."""
+    decodes_as_the_whole(name)
 
 
 @pytest.mark.parametrize("name", ["deberta", "shaw"])
@@ -169,18 +175,7 @@ def test_decoding_with_a_cache_in_blocks(name, monkeypatch):
     """Blocks of 4: the prompt of 30 in blocks with far-behind keys beside their
     windows, then one token at a time: the whole sequence's output."""
     monkeypatch.setattr(banded, "BLOCK", 4)
-    made = module(name, causal=True)
-    x = torch.randn(2, LENGTH, HIDDEN, dtype=torch.float64)
-    with torch.no_grad(), general_path():
-        whole = made(x)
-    cache = relpos.KVCache()
-    steps = []
-    with torch.no_grad(), recorded() as answers:
-        steps.append(made(x[:, :30], cache=cache))
-        for t in range(30, LENGTH):
-            steps.append(made(x[:, t : t + 1], cache=cache))
-    assert answers == [True] * (1 + LENGTH - 30)
-    torch.testing.assert_close(torch.cat(steps, 1), whole, atol=1e-10, rtol=1e-10)
+    decodes_as_the_whole(name)
 
 
 def _calls(name: str, causal: bool = False) -> list[tuple]:

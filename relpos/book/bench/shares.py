@@ -30,7 +30,6 @@ import json
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -43,6 +42,7 @@ from .. import _cli
 from . import cells as cell_models
 from .cells import PLAIN
 from .costs import CostsConfig
+from .measure import _timed
 
 SCHEMA = 1
 KIND = "kernel shares"
@@ -81,12 +81,6 @@ def _forward(
     return cell_models.forward_of(module, projections, states), plain
 
 
-def _timed(call: Callable[[], Any]) -> float:
-    start = time.perf_counter()
-    call()
-    return time.perf_counter() - start
-
-
 def cell_shares(
     scheme: str, backend: str, n: int, config: CostsConfig, top: int = TOP
 ) -> dict[str, Any]:
@@ -119,8 +113,8 @@ def cell_shares(
     ]
     times, plains = [], []
     for _ in range(config.repeats):  # in turn, so a slow spell falls on both
-        times.append(_timed(forward))
-        plains.append(_timed(plain))
+        times.append(_timed(forward, "cpu"))
+        plains.append(_timed(plain, "cpu"))
     forward_s, plain_s = statistics.median(times), statistics.median(plains)
     return {
         "scheme": scheme,

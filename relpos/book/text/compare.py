@@ -121,12 +121,11 @@ def scheme_difference(
         _sums(a, width, layout) - _sums(b, width, layout)
         for a, b in zip(first, second)
     ])  # (seeds, modules)
-    found = clustered_difference(
+    return clustered_difference(
         [_bits(_loss(r, width, layout)) for r in first],
         [_bits(_loss(r, width, layout)) for r in second],
         per_module / math.log(2), counts,
     )
-    return found
 
 
 def resolved(difference: dict[str, Any]) -> bool:
